@@ -1,0 +1,7 @@
+.PHONY: gate gate-full demo
+gate:
+	cargo xtask gate
+gate-full:
+	cargo xtask gate --full
+demo:
+	cargo run -p panicguard --example catch

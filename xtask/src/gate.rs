@@ -1,0 +1,401 @@
+//! `cargo xtask gate`: everything CI checks, as an ordered list of named steps.
+//!
+//! The gate stops at the first failing step and names it. A step that cannot run on this
+//! machine (no nightly toolchain, no crate with loom models yet) prints
+//! `SKIPPED: <step>: <why>` and the gate goes on: a skip is never a silent pass.
+//!
+//! Tests that are slow under a sanitizer or Miri read `TEST_SCALE=small` (set by those steps)
+//! and shrink their counts; proptest reads `PROPTEST_CASES`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+use crate::flags::GateOptions;
+use crate::util::{self, cargo, nightly_cargo};
+
+/// What a step came to.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Passed,
+    Skipped(String),
+    Failed(String),
+}
+
+/// One named step of the gate.
+#[derive(Debug)]
+pub(crate) struct Step {
+    pub(crate) name: &'static str,
+    /// Runs only with `--full` (needs the nightly toolchain).
+    pub(crate) full_only: bool,
+    run: fn(&Path) -> Outcome,
+}
+
+/// The gate, in order.
+pub(crate) const STEPS: &[Step] = &[
+    Step {
+        name: "fmt",
+        full_only: false,
+        run: fmt,
+    },
+    Step {
+        name: "clippy",
+        full_only: false,
+        run: clippy,
+    },
+    Step {
+        name: "test",
+        full_only: false,
+        run: test,
+    },
+    Step {
+        name: "loom",
+        full_only: false,
+        run: loom,
+    },
+    Step {
+        name: "doc",
+        full_only: false,
+        run: doc,
+    },
+    Step {
+        name: "tsan",
+        full_only: true,
+        run: tsan,
+    },
+    Step {
+        name: "miri",
+        full_only: true,
+        run: miri,
+    },
+];
+
+/// A crate opts into Miri with this table in its `Cargo.toml`, naming the `cargo miri test`
+/// arguments that select its tests Miri can run (those without a tokio runtime or host I/O):
+///
+/// ```toml
+/// [package.metadata.gate]
+/// miri = "--lib --test stress"
+/// ```
+const GATE_TABLE: &str = "[package.metadata.gate]";
+
+/// Flags every Miri run uses.
+const MIRIFLAGS: &str = "-Zmiri-strict-provenance";
+
+/// Where the loom, TSan and Miri builds go, so the normal build is never thrown away.
+const TARGET_LOOM: &str = "target/loom";
+const TARGET_TSAN: &str = "target/tsan";
+const TARGET_MIRI: &str = "target/miri";
+
+/// Runs the gate; the exit code is non-zero when a step failed.
+pub(crate) fn run(root: &Path, options: &GateOptions) -> ExitCode {
+    if options.list {
+        for step in STEPS {
+            let note = if step.full_only { " (--full)" } else { "" };
+            println!("{}{note}", step.name);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let steps = match select(options) {
+        Ok(steps) => steps,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut report: Vec<(&str, &str, Duration)> = Vec::new();
+    let (failed, total) = util::timed(|| {
+        for step in steps {
+            println!("\n==> gate step `{}`", step.name);
+            let (outcome, took) = util::timed(|| (step.run)(root));
+            match outcome {
+                Outcome::Passed => {
+                    println!("<== `{}` passed in {took:.1?}", step.name);
+                    report.push((step.name, "passed", took));
+                }
+                Outcome::Skipped(why) => {
+                    println!("SKIPPED: {}: {why}", step.name);
+                    report.push((step.name, "SKIPPED", took));
+                }
+                Outcome::Failed(why) => {
+                    println!("FAILED: gate step `{}` ({took:.1?}): {why}", step.name);
+                    report.push((step.name, "FAILED", took));
+                    return true;
+                }
+            }
+        }
+        false
+    });
+    println!("\ngate summary:");
+    for (name, status, took) in &report {
+        println!("  {name:<8} {status:<8} {took:>8.1?}");
+    }
+    println!("  total             {total:>8.1?}");
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        println!("gate passed");
+        ExitCode::SUCCESS
+    }
+}
+
+/// The steps the options select, in gate order.
+pub(crate) fn select(options: &GateOptions) -> Result<Vec<&'static Step>, String> {
+    if let Some(unknown) = options
+        .only
+        .iter()
+        .find(|n| !STEPS.iter().any(|s| s.name == *n))
+    {
+        return Err(format!("no gate step is named `{unknown}`"));
+    }
+    Ok(STEPS
+        .iter()
+        .filter(|step| {
+            if options.only.is_empty() {
+                options.full || !step.full_only
+            } else {
+                options.only.iter().any(|n| n == step.name)
+            }
+        })
+        .collect())
+}
+
+fn outcome(result: Result<(), String>) -> Outcome {
+    match result {
+        Ok(()) => Outcome::Passed,
+        Err(why) => Outcome::Failed(why),
+    }
+}
+
+fn in_root(mut cmd: Command, root: &Path) -> Command {
+    cmd.current_dir(root);
+    cmd
+}
+
+fn fmt(root: &Path) -> Outcome {
+    outcome(util::run(
+        in_root(cargo(), root).args(["fmt", "--all", "--check"]),
+    ))
+}
+
+fn clippy(root: &Path) -> Outcome {
+    outcome(util::run(in_root(cargo(), root).args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ])))
+}
+
+fn test(root: &Path) -> Outcome {
+    let nextest = util::succeeds(cargo().args(["nextest", "--version"]));
+    let result = if nextest {
+        util::run(in_root(cargo(), root).args([
+            "nextest",
+            "run",
+            "--workspace",
+            "--all-features",
+            "--no-fail-fast",
+        ]))
+        .and_then(|()| {
+            // nextest does not run doc tests.
+            util::run(in_root(cargo(), root).args([
+                "test",
+                "--workspace",
+                "--all-features",
+                "--doc",
+            ]))
+        })
+    } else {
+        util::run(in_root(cargo(), root).args(["test", "--workspace", "--all-features"]))
+    };
+    outcome(result)
+}
+
+fn loom(root: &Path) -> Outcome {
+    let crates = crates_with_loom_models(root);
+    if crates.is_empty() {
+        return Outcome::Skipped("no crate has loom models (src/**/loom_*.rs) yet".into());
+    }
+    for name in crates {
+        let mut cmd = in_root(cargo(), root);
+        cmd.env("CARGO_TARGET_DIR", TARGET_LOOM)
+            .env("RUSTFLAGS", "--cfg loom -C debug-assertions")
+            .env("LOOM_MAX_PREEMPTIONS", "2")
+            .env("LOOM_MAX_BRANCHES", "10000")
+            .args(["test", "--release", "-p", &name, "--lib", "loom_"]);
+        if let Err(why) = util::run(&mut cmd) {
+            return Outcome::Failed(why);
+        }
+    }
+    Outcome::Passed
+}
+
+fn doc(root: &Path) -> Outcome {
+    outcome(util::run(
+        in_root(cargo(), root)
+            .env("RUSTDOCFLAGS", "-D warnings")
+            .args(["doc", "--workspace", "--no-deps", "--all-features"]),
+    ))
+}
+
+fn tsan(root: &Path) -> Outcome {
+    let target = match nightly_host(&["rust-src"]) {
+        Ok(target) => target,
+        Err(why) => return Outcome::Skipped(why),
+    };
+    let mut cmd = in_root(nightly_cargo(), root);
+    cmd.env("CARGO_TARGET_DIR", TARGET_TSAN)
+        .env("RUSTFLAGS", "-Zsanitizer=thread")
+        .env("RUSTDOCFLAGS", "-Zsanitizer=thread")
+        .env("TSAN_OPTIONS", "halt_on_error=1")
+        .env("TEST_SCALE", "small")
+        .env("PROPTEST_CASES", "16")
+        .args(["test", "-Zbuild-std", "--target", &target, "--release"])
+        .args([
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--all-features",
+            "--lib",
+            "--tests",
+        ])
+        .args(["--", "--test-threads=1"]);
+    outcome(util::run(&mut cmd))
+}
+
+fn miri(root: &Path) -> Outcome {
+    if let Err(why) = nightly_host(&["rust-src", "miri"]) {
+        return Outcome::Skipped(why);
+    }
+    let runs = miri_runs(root);
+    if runs.is_empty() {
+        return Outcome::Skipped(
+            "no crate opts into Miri (`miri` in [package.metadata.gate])".into(),
+        );
+    }
+    for (package, extra) in &runs {
+        let mut cmd = in_root(nightly_cargo(), root);
+        cmd.env("CARGO_TARGET_DIR", TARGET_MIRI)
+            .env("MIRIFLAGS", MIRIFLAGS)
+            .env("TEST_SCALE", "small")
+            .env("PROPTEST_CASES", "4")
+            .args(["miri", "test", "-p", package])
+            .args(extra);
+        if let Err(why) = util::run(&mut cmd) {
+            return Outcome::Failed(why);
+        }
+    }
+    Outcome::Passed
+}
+
+/// Makes sure the nightly toolchain has `components`, installing them if needed, and returns
+/// its host triple; `Err` says why the nightly steps cannot run here.
+fn nightly_host(components: &[&str]) -> Result<String, String> {
+    let output = Command::new("rustup")
+        .args(["run", "nightly", "rustc", "-vV"])
+        .output()
+        .map_err(|err| {
+            format!("rustup is not available ({err}); install rustup and a nightly toolchain")
+        })?;
+    if !output.status.success() {
+        return Err(
+            "no nightly toolchain; install it with `rustup toolchain install nightly`".into(),
+        );
+    }
+    let version = String::from_utf8_lossy(&output.stdout);
+    let host = version
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .ok_or("`rustc +nightly -vV` printed no host line")?
+        .trim()
+        .to_string();
+    let mut add = Command::new("rustup");
+    add.args(["component", "add", "--toolchain", "nightly"])
+        .args(components);
+    util::run(&mut add).map_err(|why| {
+        format!("could not install nightly components {components:?} ({why}); the machine may be offline")
+    })?;
+    Ok(host)
+}
+
+/// Each crate under `crates/` that opts into Miri, with its `cargo miri test` arguments,
+/// sorted by name.
+pub(crate) fn miri_runs(root: &Path) -> Vec<(String, Vec<String>)> {
+    let mut runs: Vec<(String, Vec<String>)> = crate_dirs(root)
+        .into_iter()
+        .filter_map(|(name, dir)| {
+            let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+            let args = gate_value(&manifest, "miri")?;
+            Some((name, args.split_whitespace().map(String::from).collect()))
+        })
+        .collect();
+    runs.sort();
+    runs
+}
+
+/// The string value of `key` in the manifest's `[package.metadata.gate]` table.
+fn gate_value(manifest: &str, key: &str) -> Option<String> {
+    let table = manifest
+        .lines()
+        .skip_while(|line| line.trim() != GATE_TABLE)
+        .skip(1);
+    for line in table.take_while(|line| !line.trim_start().starts_with('[')) {
+        if let Some((k, v)) = line.split_once('=')
+            && k.trim() == key
+        {
+            return Some(v.trim().trim_matches('"').to_string());
+        }
+    }
+    None
+}
+
+/// Every crate folder under `crates/`, as (folder name, path).
+fn crate_dirs(root: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(root.join("crates")) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.path().join("Cargo.toml").is_file())
+        .map(|entry| {
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            )
+        })
+        .collect()
+}
+
+/// Names of the crates under `crates/` with a loom model file (`loom_*.rs`) in `src/`.
+pub(crate) fn crates_with_loom_models(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = crate_dirs(root)
+        .into_iter()
+        .filter(|(_, dir)| has_loom_file(&dir.join("src")))
+        .map(|(name, _)| name)
+        .collect();
+    names.sort();
+    names
+}
+
+fn has_loom_file(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.filter_map(Result::ok).any(|entry| {
+        let path: PathBuf = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if path.is_dir() {
+            has_loom_file(&path)
+        } else {
+            name.starts_with("loom_") && name.ends_with(".rs")
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -132,7 +132,8 @@ mod tests {
 
     #[test]
     fn panic_on_first_poll_is_caught() {
-        let caught = block_on(async { assert!(false, "first poll") }.catch_unwind());
+        let fails = true;
+        let caught = block_on(async { assert!(!fails, "first poll") }.catch_unwind());
         assert_eq!(caught.unwrap_err().message(), "first poll");
     }
 

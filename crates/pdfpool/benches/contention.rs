@@ -1,0 +1,3 @@
+//! Placeholder: the contention bench lands in a later commit.
+
+fn main() {}

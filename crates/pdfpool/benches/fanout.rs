@@ -1,0 +1,3 @@
+//! Placeholder: the fanout bench lands in a later commit.
+
+fn main() {}

@@ -1,0 +1,3 @@
+//! Placeholder: the uncontended bench lands in a later commit.
+
+fn main() {}

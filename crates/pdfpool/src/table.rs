@@ -1,0 +1,523 @@
+//! The admission table: which jobs run, which wait in the queue, who waits for each job, and
+//! which caller owns which job. Runtime-free: no clock, no task, no waker lives here.
+//!
+//! # States of a job
+//!
+//! ```text
+//!             admit (slot free)                 finish
+//!   (none) ───────────────────────────▶ Running ───────▶ (gone: key forgotten)
+//!      │                                   ▲
+//!      │ admit (slots full, queue          │ a slot frees and this job is
+//!      │        not full, pool open)       │ first in the queue (FIFO)
+//!      ▼                                   │
+//!   Queued ────────────────────────────────┘
+//!      │ expire (its deadline passed)  ──▶ (gone: waiters get Busy)
+//!      │ leave of its last waiter      ──▶ (gone: its launch is dropped unrun)
+//!      │ close                         ──▶ (gone: waiters get Closed)
+//! ```
+//!
+//! A job is found by key through `by_key` and by [`JobId`] (slab index + serial) through
+//! `jobs`. Its waiters (everyone awaiting its outcome, the starter included) sit in a slab in
+//! the job, each addressed by a [`WaiterId`]. The table stores two opaque values per job: the
+//! launch `L` of a queued job (what the pool calls to start it) and each waiter's mailbox `W`.
+//!
+//! # Invariants
+//!
+//! Checked by `check` (under `debug_assertions`) at the end of every transition.
+//!
+//! 1. `running` equals the number of `Running` jobs and is at most `slots`: the slot limit is
+//!    the point of the pool (memory on a small box).
+//! 2. `queue` holds exactly the ids of the `Queued` jobs, oldest first, at most `queue_limit`
+//!    of them: admission is first come first served and the queue is bounded.
+//! 3. If the queue is not empty, `running == slots`: no job waits while a slot is free.
+//! 4. `by_key` maps every live job's key to that job and nothing else: at most one job per key,
+//!    so identical requests share it; a key with no entry is forgotten (no cache).
+//! 5. `callers` is exactly the set of live jobs' owners, and no two live jobs share an owner:
+//!    one job in flight per caller.
+//! 6. A `Queued` job has at least one waiter: a queued job nobody waits for is abandoned at
+//!    once, giving back its queue place and freeing its owner. A `Running` job may have none
+//!    (it outlives its callers).
+//! 7. `closed` implies the queue is empty: `close` empties it and nothing is queued after.
+//! 8. A mailbox is either in its job's waiter slab or has been handed out of the table, never
+//!    both: it gets at most one outcome, and a [`WaiterId`] that no longer resolves means the
+//!    outcome is on its way (or delivered).
+//!
+//! # The lock
+//!
+//! One [`Mutex`] guards the whole state; there is no other lock here, hence no lock order.
+//! Nothing but table bookkeeping runs under it: no user closure, no `Drop` of a user value, no
+//! waker. Every transition that removes values (mailboxes to deliver to, a launch to start or
+//! to drop) returns them, and the caller acts on them **after** the lock is released: delivers
+//! the outcome, spawns the job, drops the unused closure. Between the release and that action
+//! the table already shows the new state (counters exact), and invariant 8 keeps the handed-out
+//! values from being reached twice.
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::Hash;
+
+use crate::slab::Slab;
+use crate::sync::Mutex;
+
+/// Names one job: its slot in the job slab and a serial that is never reused, so a stale id
+/// (of a job that ended, its slot since reused) never matches a newer job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct JobId {
+    index: usize,
+    serial: u64,
+}
+
+/// Names one waiter of one job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WaiterId {
+    pub(crate) job: JobId,
+    slot: usize,
+}
+
+/// Why `admit` turned a request away at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Rule 2: the caller owns a job for another key.
+    CallerBusy,
+    /// Rule 3: every slot is taken and the queue is full.
+    Busy,
+    /// The table is closed to new jobs.
+    Closed,
+}
+
+/// What `admit` decided. The values it did not keep come back, to be dropped or used after
+/// the lock is released.
+#[derive(Debug)]
+pub(crate) enum Admission<D, W, L> {
+    /// Rule 1: a job for the key was in flight; the mailbox waits on it. `deadline` is the
+    /// job's if it is still queued. The launch was not needed.
+    Joined {
+        waiter: WaiterId,
+        deadline: Option<D>,
+        unused: L,
+    },
+    /// Rule 3: a slot was free; the job is `Running` and the caller must call `launch` now.
+    Started { waiter: WaiterId, launch: L },
+    /// Rule 3: the job waits in the queue until `deadline`.
+    Queued { waiter: WaiterId, deadline: D },
+    /// Rule 2, rule 3 or close: nothing was recorded.
+    Refused {
+        reason: Refusal,
+        unused_waiter: W,
+        unused: L,
+    },
+}
+
+/// A job taken out of the table before it ran (expired, abandoned or closed): its waiters are
+/// owed an outcome and its launch must be dropped, both after the lock is released.
+#[derive(Debug)]
+pub(crate) struct Dropped<W, L> {
+    pub(crate) waiters: Slab<W>,
+    pub(crate) launch: L,
+}
+
+/// A job that ended: its waiters are owed its outcome, and the queued job that took its slot
+/// (if any) must be launched, both after the lock is released.
+#[derive(Debug)]
+pub(crate) struct Finished<W, L> {
+    pub(crate) waiters: Slab<W>,
+    pub(crate) next: Option<(JobId, L)>,
+}
+
+/// What a waiter that gave up leaves behind, to be dropped after the lock is released.
+#[derive(Debug)]
+pub(crate) struct Left<W, L> {
+    /// Its own mailbox, if the job still held it (`None`: the outcome is on its way).
+    pub(crate) mailbox: Option<W>,
+    /// The launch of a queued job this waiter was the last one of: it will never run.
+    pub(crate) abandoned: Option<L>,
+}
+
+#[derive(Debug)]
+enum Phase<D, L> {
+    Queued { deadline: D, launch: L },
+    Running,
+}
+
+#[derive(Debug)]
+struct Job<K, C, D, W, L> {
+    serial: u64,
+    key: K,
+    owner: C,
+    phase: Phase<D, L>,
+    waiters: Slab<W>,
+}
+
+#[derive(Debug)]
+struct State<K, C, D, W, L> {
+    slots: usize,
+    queue_limit: usize,
+    closed: bool,
+    running: usize,
+    next_serial: u64,
+    jobs: Slab<Job<K, C, D, W, L>>,
+    by_key: HashMap<K, JobId>,
+    callers: HashSet<C>,
+    queue: VecDeque<JobId>,
+}
+
+/// The admission table. `K` keys jobs, `C` names callers, `D` is a deadline, `W` a waiter's
+/// mailbox and `L` the launch of a job; the table never looks inside `D`, `W` or `L`.
+#[derive(Debug)]
+pub(crate) struct Table<K, C, D, W, L> {
+    state: Mutex<State<K, C, D, W, L>>,
+}
+
+impl<K, C, D, W, L> Table<K, C, D, W, L>
+where
+    K: Hash + Eq + Clone,
+    C: Hash + Eq + Clone,
+    D: Copy,
+{
+    /// A table with `slots` running jobs at most and `queue_limit` queued ones.
+    pub(crate) fn new(slots: usize, queue_limit: usize) -> Self {
+        Self {
+            state: Mutex::new(State {
+                slots,
+                queue_limit,
+                closed: false,
+                running: 0,
+                next_serial: 0,
+                jobs: Slab::default(),
+                by_key: HashMap::new(),
+                callers: HashSet::new(),
+                queue: VecDeque::new(),
+            }),
+        }
+    }
+
+    /// Applies rules 1 to 3 (and close) to a request for `key` by `caller`. `deadline` is
+    /// called, under the lock, only if the job is queued.
+    pub(crate) fn admit(
+        &self,
+        key: K,
+        caller: C,
+        mailbox: W,
+        launch: L,
+        deadline: impl FnOnce() -> D,
+    ) -> Admission<D, W, L> {
+        let mut state = self.state.lock();
+        let state = &mut *state;
+        // Rule 1: join the job in flight for this key.
+        if let Some(&job_id) = state.by_key.get(&key) {
+            let job = state.job_mut(job_id);
+            let slot = job.waiters.insert(mailbox);
+            let deadline = match &job.phase {
+                Phase::Queued { deadline, .. } => Some(*deadline),
+                Phase::Running => None,
+            };
+            state.check();
+            return Admission::Joined {
+                waiter: WaiterId { job: job_id, slot },
+                deadline,
+                unused: launch,
+            };
+        }
+        let refusal = if state.closed {
+            Some(Refusal::Closed)
+        } else if state.callers.contains(&caller) {
+            // Rule 2: the caller's job is for another key (rule 1 caught this key).
+            Some(Refusal::CallerBusy)
+        } else if state.running >= state.slots && state.queue.len() >= state.queue_limit {
+            // Rule 3: no slot and no queue place.
+            Some(Refusal::Busy)
+        } else {
+            None
+        };
+        if let Some(reason) = refusal {
+            return Admission::Refused {
+                reason,
+                unused_waiter: mailbox,
+                unused: launch,
+            };
+        }
+        let start = state.running < state.slots;
+        let (phase, launch, deadline) = if start {
+            state.running += 1;
+            (Phase::Running, Some(launch), None)
+        } else {
+            let deadline = deadline();
+            (Phase::Queued { deadline, launch }, None, Some(deadline))
+        };
+        let serial = state.next_serial;
+        state.next_serial += 1;
+        let mut waiters = Slab::default();
+        let slot = waiters.insert(mailbox);
+        state.callers.insert(caller.clone());
+        let index = state.jobs.insert(Job {
+            serial,
+            key: key.clone(),
+            owner: caller,
+            phase,
+            waiters,
+        });
+        let job_id = JobId { index, serial };
+        state.by_key.insert(key, job_id);
+        let waiter = WaiterId { job: job_id, slot };
+        let admission = match (launch, deadline) {
+            (Some(launch), _) => Admission::Started { waiter, launch },
+            (None, Some(deadline)) => {
+                state.queue.push_back(job_id);
+                Admission::Queued { waiter, deadline }
+            }
+            (None, None) => unreachable!("a job is either started or queued"),
+        };
+        state.check();
+        admission
+    }
+
+    /// Rule 1 alone: registers `mailbox` on the job in flight for `key`, returning the job's
+    /// deadline if it is still queued; gives the mailbox back if no job is in flight.
+    pub(crate) fn join(&self, key: &K, mailbox: W) -> Result<(WaiterId, Option<D>), W> {
+        let mut state = self.state.lock();
+        let Some(&job_id) = state.by_key.get(key) else {
+            return Err(mailbox);
+        };
+        let job = state.job_mut(job_id);
+        let slot = job.waiters.insert(mailbox);
+        let deadline = match &job.phase {
+            Phase::Queued { deadline, .. } => Some(*deadline),
+            Phase::Running => None,
+        };
+        state.check();
+        Ok((WaiterId { job: job_id, slot }, deadline))
+    }
+
+    /// A waiter gives up. If it was the last waiter of a queued job, the job is abandoned: its
+    /// queue place and its owner are freed and its launch comes back unrun.
+    pub(crate) fn leave(&self, waiter: WaiterId) -> Left<W, L> {
+        let mut state = self.state.lock();
+        let state = &mut *state;
+        let Some(job) = state.live_job_mut(waiter.job) else {
+            // The job ended or expired: this waiter's outcome is on its way (invariant 8).
+            return Left {
+                mailbox: None,
+                abandoned: None,
+            };
+        };
+        let mailbox = job.waiters.remove(waiter.slot);
+        let abandon = job.waiters.is_empty() && matches!(job.phase, Phase::Queued { .. });
+        let abandoned = if abandon {
+            let dropped = state.remove_queued(waiter.job);
+            debug_assert!(dropped.waiters.is_empty());
+            Some(dropped.launch)
+        } else {
+            None
+        };
+        state.check();
+        Left { mailbox, abandoned }
+    }
+
+    /// The job `job_id` ended (its outcome is known to the caller). Frees its slot and its
+    /// owner, forgets its key, and starts the oldest queued job if there is one.
+    ///
+    /// Returns `None` if `job_id` is not a running job (a bug in the caller; asserted in
+    /// debug builds).
+    pub(crate) fn finish(&self, job_id: JobId) -> Option<Finished<W, L>> {
+        let mut state = self.state.lock();
+        let state = &mut *state;
+        let running = state
+            .live_job_mut(job_id)
+            .is_some_and(|job| matches!(job.phase, Phase::Running));
+        debug_assert!(running, "finish of a job that is not running");
+        if !running {
+            return None;
+        }
+        let job = state.remove_job(job_id);
+        state.running -= 1;
+        let next = state.queue.pop_front().map(|next_id| {
+            let next = state.job_mut(next_id);
+            let Phase::Queued { launch, .. } = std::mem::replace(&mut next.phase, Phase::Running)
+            else {
+                unreachable!("the queue holds queued jobs only (invariant 2)");
+            };
+            state.running += 1;
+            (next_id, launch)
+        });
+        state.check();
+        Some(Finished {
+            waiters: job.waiters,
+            next,
+        })
+    }
+
+    /// The deadline of the queued job `job_id` passed: takes it out of the table (its waiters
+    /// are owed `Busy`). `None` if it is no longer queued (started, ended or gone).
+    pub(crate) fn expire(&self, job_id: JobId) -> Option<Dropped<W, L>> {
+        let mut state = self.state.lock();
+        let queued = state
+            .live_job_mut(job_id)
+            .is_some_and(|job| matches!(job.phase, Phase::Queued { .. }));
+        if !queued {
+            return None;
+        }
+        let dropped = state.remove_queued(job_id);
+        state.check();
+        Some(dropped)
+    }
+
+    /// Refuses new jobs from now on and takes every queued job out (their waiters are owed
+    /// `Closed`). Running jobs stay and finish as usual.
+    pub(crate) fn close(&self) -> Vec<Dropped<W, L>> {
+        let mut state = self.state.lock();
+        state.closed = true;
+        let queued: Vec<JobId> = state.queue.iter().copied().collect();
+        let dropped = queued
+            .into_iter()
+            .map(|job_id| state.remove_queued(job_id))
+            .collect();
+        state.check();
+        dropped
+    }
+
+    /// How many jobs are running.
+    pub(crate) fn running(&self) -> usize {
+        self.state.lock().running
+    }
+
+    /// How many jobs wait in the queue.
+    pub(crate) fn queued(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    /// How many waiters the job in flight for `key` has (0 if none is in flight).
+    pub(crate) fn waiting(&self, key: &K) -> usize {
+        let state = self.state.lock();
+        state
+            .by_key
+            .get(key)
+            .map_or(0, |&job_id| state.job(job_id).waiters.len())
+    }
+
+    /// Whether `close` was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
+    /// Whether `caller` owns a job in flight.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn is_caller_busy(&self, caller: &C) -> bool {
+        self.state.lock().callers.contains(caller)
+    }
+
+    /// Whether the table holds nothing at all (no job, key, caller or queue entry).
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        let state = self.state.lock();
+        state.jobs.is_empty()
+            && state.by_key.is_empty()
+            && state.callers.is_empty()
+            && state.queue.is_empty()
+            && state.running == 0
+    }
+}
+
+impl<K, C, D, W, L> State<K, C, D, W, L>
+where
+    K: Hash + Eq + Clone,
+    C: Hash + Eq + Clone,
+{
+    /// The live job `job_id`, if its slot still holds that very job.
+    fn live_job_mut(&mut self, job_id: JobId) -> Option<&mut Job<K, C, D, W, L>> {
+        self.jobs
+            .get_mut(job_id.index)
+            .filter(|job| job.serial == job_id.serial)
+    }
+
+    /// The job behind an id taken from `by_key` or `queue` (always live, invariants 2 and 4).
+    fn job(&self, job_id: JobId) -> &Job<K, C, D, W, L> {
+        let job = self.jobs.get(job_id.index).expect("indexed job is live");
+        debug_assert_eq!(job.serial, job_id.serial);
+        job
+    }
+
+    fn job_mut(&mut self, job_id: JobId) -> &mut Job<K, C, D, W, L> {
+        let job = self
+            .jobs
+            .get_mut(job_id.index)
+            .expect("indexed job is live");
+        debug_assert_eq!(job.serial, job_id.serial);
+        job
+    }
+
+    /// Takes a live job out of `jobs`, `by_key` and `callers` (not out of `queue`, not out of
+    /// `running`: the caller adjusts the one that applies).
+    fn remove_job(&mut self, job_id: JobId) -> Job<K, C, D, W, L> {
+        let job = self.jobs.remove(job_id.index).expect("removed job is live");
+        debug_assert_eq!(job.serial, job_id.serial);
+        match self.by_key.entry(job.key.clone()) {
+            Entry::Occupied(entry) if *entry.get() == job_id => {
+                entry.remove();
+            }
+            _ => debug_assert!(false, "by_key lost a live job"),
+        }
+        let owned = self.callers.remove(&job.owner);
+        debug_assert!(owned, "callers lost a live job's owner");
+        job
+    }
+
+    /// Takes a queued job out of the table entirely.
+    fn remove_queued(&mut self, job_id: JobId) -> Dropped<W, L> {
+        let position = self.queue.iter().position(|&queued| queued == job_id);
+        debug_assert!(position.is_some(), "queued job missing from the queue");
+        if let Some(position) = position {
+            self.queue.remove(position);
+        }
+        let job = self.remove_job(job_id);
+        let Phase::Queued { launch, .. } = job.phase else {
+            unreachable!("remove_queued of a running job");
+        };
+        Dropped {
+            waiters: job.waiters,
+            launch,
+        }
+    }
+
+    /// Asserts the invariants of the module docs (debug builds only; O(jobs)).
+    fn check(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let running = self
+            .jobs
+            .iter()
+            .filter(|job| matches!(job.phase, Phase::Running))
+            .count();
+        assert_eq!(running, self.running, "invariant 1: running count");
+        assert!(self.running <= self.slots, "invariant 1: slot limit");
+        let queued = self.jobs.len() - running;
+        assert_eq!(
+            queued,
+            self.queue.len(),
+            "invariant 2: queue holds the queued"
+        );
+        assert!(self.queue.len() <= self.queue_limit, "invariant 2: bound");
+        for &job_id in &self.queue {
+            let job = self.job(job_id);
+            assert!(matches!(job.phase, Phase::Queued { .. }), "invariant 2");
+            assert!(!job.waiters.is_empty(), "invariant 6: queued job unwaited");
+        }
+        let serials: Vec<u64> = self.queue.iter().map(|id| id.serial).collect();
+        assert!(serials.is_sorted(), "invariant 2: queue is FIFO");
+        assert!(
+            self.queue.is_empty() || self.running == self.slots,
+            "invariant 3: a job waits while a slot is free"
+        );
+        assert_eq!(self.by_key.len(), self.jobs.len(), "invariant 4");
+        assert_eq!(self.callers.len(), self.jobs.len(), "invariant 5");
+        for (key, &job_id) in &self.by_key {
+            let job = self.job(job_id);
+            assert!(job.key == *key, "invariant 4: key maps to its job");
+            assert!(self.callers.contains(&job.owner), "invariant 5");
+        }
+        assert!(!self.closed || self.queue.is_empty(), "invariant 7");
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -1,0 +1,172 @@
+//! The runner's configuration and its validation.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::ConfigError;
+use crate::hooks::{Hooks, NoHooks};
+
+/// The most workers a runner accepts.
+pub const MAX_WORKERS: usize = 1024;
+
+/// How a [`Runner`](crate::Runner) works; checked by [`Runner::new`](crate::Runner::new).
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Worker tasks: how many targets may be in flight at once (1..=[`MAX_WORKERS`]).
+    pub workers: usize,
+    /// How long a busy target waits before it is tried again (above zero).
+    pub retry_wait: Duration,
+    /// How long a target may keep coming back busy before it is stored failed.
+    pub retry_for: Duration,
+    /// The store's budget: after each stored target, finished jobs are evicted, least
+    /// recently touched first, until the stored bytes are at or below this.
+    pub max_bytes: u64,
+    /// The most targets one job may have (at least 1).
+    pub max_targets: usize,
+    /// The most live jobs at once (at least 1).
+    pub max_live_jobs: usize,
+    /// Metrics callbacks.
+    pub hooks: Arc<dyn Hooks>,
+}
+
+impl Default for Config {
+    /// 4 workers, a busy target retried every second for up to 5 minutes, 64 MiB of results,
+    /// 10,000 targets per job, 1,000 live jobs, no hooks.
+    fn default() -> Self {
+        Self {
+            workers: 4,
+            retry_wait: Duration::from_secs(1),
+            retry_for: Duration::from_secs(300),
+            max_bytes: 64 << 20,
+            max_targets: 10_000,
+            max_live_jobs: 1_000,
+            hooks: Arc::new(NoHooks),
+        }
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("workers", &self.workers)
+            .field("retry_wait", &self.retry_wait)
+            .field("retry_for", &self.retry_for)
+            .field("max_bytes", &self.max_bytes)
+            .field("max_targets", &self.max_targets)
+            .field("max_live_jobs", &self.max_live_jobs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Sets `workers`.
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// Sets `retry_wait` and `retry_for`.
+    pub fn retry(mut self, wait: Duration, give_up_after: Duration) -> Self {
+        self.retry_wait = wait;
+        self.retry_for = give_up_after;
+        self
+    }
+
+    /// Sets `max_bytes`.
+    pub fn max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Sets `max_targets`.
+    pub fn max_targets(mut self, max_targets: usize) -> Self {
+        self.max_targets = max_targets;
+        self
+    }
+
+    /// Sets `max_live_jobs`.
+    pub fn max_live_jobs(mut self, max_live_jobs: usize) -> Self {
+        self.max_live_jobs = max_live_jobs;
+        self
+    }
+
+    /// Sets `hooks`.
+    pub fn hooks(mut self, hooks: Arc<dyn Hooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    ///
+    /// The first invalid field, as a [`ConfigError`].
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.workers == 0 || self.workers > MAX_WORKERS {
+            return Err(ConfigError::Workers {
+                workers: self.workers,
+                max: MAX_WORKERS,
+            });
+        }
+        if self.retry_wait.is_zero() {
+            return Err(ConfigError::RetryWait);
+        }
+        // Timestamps are u64 microseconds; a century is far inside.
+        const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+        if self.retry_for > CENTURY || self.retry_wait > CENTURY {
+            return Err(ConfigError::RetryFor(self.retry_for.max(self.retry_wait)));
+        }
+        if self.max_targets == 0 {
+            return Err(ConfigError::MaxTargets);
+        }
+        if self.max_live_jobs == 0 {
+            return Err(ConfigError::MaxLiveJobs);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        assert_eq!(Config::default().validate(), Ok(()));
+    }
+
+    #[test]
+    fn each_bad_field_has_its_error() {
+        let bad = [
+            (
+                Config::default().workers(0),
+                ConfigError::Workers {
+                    workers: 0,
+                    max: MAX_WORKERS,
+                },
+            ),
+            (
+                Config::default().workers(MAX_WORKERS + 1),
+                ConfigError::Workers {
+                    workers: MAX_WORKERS + 1,
+                    max: MAX_WORKERS,
+                },
+            ),
+            (
+                Config::default().retry(Duration::ZERO, Duration::ZERO),
+                ConfigError::RetryWait,
+            ),
+            (Config::default().max_targets(0), ConfigError::MaxTargets),
+            (Config::default().max_live_jobs(0), ConfigError::MaxLiveJobs),
+            (
+                Config::default().retry(Duration::from_secs(1), Duration::MAX),
+                ConfigError::RetryFor(Duration::MAX),
+            ),
+        ];
+        for (config, error) in bad {
+            assert_eq!(config.validate(), Err(error));
+        }
+    }
+}

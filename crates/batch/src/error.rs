@@ -1,0 +1,119 @@
+//! The errors the runner's calls return.
+
+use std::time::Duration;
+
+/// Any error, boxed: what a store or a fetch wraps.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A [`Config`](crate::Config) that [`Runner::new`](crate::Runner::new) refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `workers` is zero (nothing would ever run) or above [`MAX_WORKERS`](crate::MAX_WORKERS).
+    #[error("workers must be between 1 and {max}, not {workers}")]
+    Workers {
+        /// The value given.
+        workers: usize,
+        /// The largest accepted.
+        max: usize,
+    },
+    /// `retry_wait` is zero: a busy target would be retried in a loop.
+    #[error("retry_wait must be above zero")]
+    RetryWait,
+    /// `max_targets` is zero: every job would be refused.
+    #[error("max_targets must be at least 1")]
+    MaxTargets,
+    /// `max_live_jobs` is zero: every job would be refused.
+    #[error("max_live_jobs must be at least 1")]
+    MaxLiveJobs,
+    /// `retry_for` does not fit a timestamp.
+    #[error("retry_for is too large: {0:?}")]
+    RetryFor(Duration),
+}
+
+/// Why [`Runner::new`](crate::Runner::new) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NewError {
+    /// The configuration is invalid.
+    #[error("invalid config: {0}")]
+    Config(#[from] ConfigError),
+    /// The store could not load its live jobs back.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// Why a job was refused as submitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidJob {
+    /// No targets.
+    #[error("a job needs at least one target")]
+    Empty,
+    /// More targets than `max_targets`.
+    #[error("{count} targets, at most {max} allowed")]
+    TooManyTargets {
+        /// Targets given.
+        count: usize,
+        /// `Config::max_targets`.
+        max: usize,
+    },
+    /// A target failed to serialize to JSON.
+    #[error("target {index} does not serialize: {message}")]
+    Unserializable {
+        /// Its index in the job.
+        index: usize,
+        /// serde_json's message.
+        message: String,
+    },
+}
+
+/// Why [`Runner::submit`](crate::Runner::submit) refused a job.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubmitError {
+    /// The job itself is invalid.
+    #[error("invalid job: {0}")]
+    Invalid(#[from] InvalidJob),
+    /// `max_live_jobs` jobs are live already.
+    #[error("too many live jobs")]
+    Full,
+    /// This caller has a live job already.
+    #[error("this caller already has a live job")]
+    CallerBusy,
+    /// The runner is closed.
+    #[error("the runner is closed")]
+    Closed,
+    /// The store failed.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// Why [`Runner::status`](crate::Runner::status) has no snapshot.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StatusError {
+    /// No job with this id belongs to this caller (it never existed, was evicted, or is
+    /// another caller's: all three answer the same).
+    #[error("no such job")]
+    NotFound,
+    /// The store failed.
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// A store's failure.
+///
+/// The runner retries store calls that fail with [`Unavailable`](Self::Unavailable) (after
+/// `retry_wait`, while open) and logs the others; a target whose result could not be stored
+/// stays claimed and is never silently dropped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A transient failure: a lost connection, a locked database. Trying again may work.
+    #[error("store unavailable: {0}")]
+    Unavailable(#[source] BoxError),
+    /// A lasting failure: a full disk, a corrupt file, a schema from a newer version.
+    #[error("store failed: {0}")]
+    Failed(#[source] BoxError),
+}

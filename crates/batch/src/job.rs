@@ -1,0 +1,217 @@
+//! What a caller sees of a job: ids, statuses and the [`Job`] snapshot.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// A job's id, unique within its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId(u64);
+
+impl JobId {
+    /// Wraps a raw id; stores mint ids, callers get them from [`Runner::submit`](crate::Runner::submit).
+    pub const fn new(raw: u64) -> Self {
+        Self(raw)
+    }
+
+    /// The raw id, as a store keeps it.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Who submitted a job: an opaque id, compared by value. Cloning is a reference count.
+///
+/// A caller sees only its own jobs: every call naming another caller's job answers exactly
+/// as for an id that does not exist.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Caller(Arc<str>);
+
+impl Caller {
+    /// A caller named `id` (a user id, an API key's id: anything stable).
+    pub fn new(id: impl Into<Arc<str>>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Caller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Caller({:?})", &*self.0)
+    }
+}
+
+impl fmt::Display for Caller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where a job is in its life.
+///
+/// `Queued` and `Running` are *live*; the other four are *terminal* and never change again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobStatus {
+    /// Submitted; no target started yet.
+    Queued,
+    /// Its first target has started.
+    Running,
+    /// Every target is done.
+    Done,
+    /// Every target failed.
+    Failed,
+    /// Some targets are done, some failed.
+    Partial,
+    /// Cancelled by its caller before its last target was stored.
+    Cancelled,
+}
+
+impl JobStatus {
+    /// `true` for `Queued` and `Running`.
+    pub const fn is_live(self) -> bool {
+        matches!(self, Self::Queued | Self::Running)
+    }
+
+    /// The status as one lower-case word (`"queued"`, …), as stores keep it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Done => "done",
+            Self::Failed => "failed",
+            Self::Partial => "partial",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Parses [`as_str`](Self::as_str)'s words back.
+    pub fn parse(word: &str) -> Option<Self> {
+        Some(match word {
+            "queued" => Self::Queued,
+            "running" => Self::Running,
+            "done" => Self::Done,
+            "failed" => Self::Failed,
+            "partial" => Self::Partial,
+            "cancelled" => Self::Cancelled,
+            _ => return None,
+        })
+    }
+
+    /// The terminal status of a job whose targets all ended, `done` and `failed` of them.
+    pub(crate) const fn settled(done: usize, failed: usize) -> Self {
+        match (done, failed) {
+            (_, 0) => Self::Done,
+            (0, _) => Self::Failed,
+            _ => Self::Partial,
+        }
+    }
+}
+
+impl fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One target of a [`Job`] snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetState {
+    /// Not stored yet (maybe in flight, maybe waiting for a busy retry).
+    Pending,
+    /// Fetched; the output as JSON.
+    Done {
+        /// The output, serialized with `serde_json`.
+        output_json: String,
+    },
+    /// Failed for good.
+    Failed {
+        /// What went wrong, fit to show the caller.
+        error: String,
+        /// A hint for the caller, when the fetch gave one.
+        hint: Option<String>,
+    },
+}
+
+impl TargetState {
+    /// The output, deserialized; `None` unless the target is done.
+    ///
+    /// # Errors
+    ///
+    /// The stored JSON does not fit `O`.
+    pub fn output<O: serde::de::DeserializeOwned>(&self) -> Option<Result<O, serde_json::Error>> {
+        match self {
+            Self::Done { output_json } => Some(serde_json::from_str(output_json)),
+            _ => None,
+        }
+    }
+
+    /// `"pending"`, `"done"` or `"failed"`.
+    pub const fn word(&self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Done { .. } => "done",
+            Self::Failed { .. } => "failed",
+        }
+    }
+
+    /// The bytes this state adds to a store's budget (output, error and hint text).
+    pub fn stored_bytes(&self) -> u64 {
+        let len = match self {
+            Self::Pending => 0,
+            Self::Done { output_json } => output_json.len(),
+            Self::Failed { error, hint } => error.len() + hint.as_ref().map_or(0, String::len),
+        };
+        len as u64
+    }
+}
+
+/// A snapshot of one job, from [`Runner::status`](crate::Runner::status).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    /// Its id.
+    pub id: JobId,
+    /// Its status when the snapshot was taken.
+    pub status: JobStatus,
+    /// When it was submitted.
+    pub created: SystemTime,
+    /// When its status or a target last changed.
+    pub updated: SystemTime,
+    /// Every target in submit order, with the target's own JSON.
+    pub targets: Vec<(String, TargetState)>,
+}
+
+impl Job {
+    /// How many targets are pending, done and failed.
+    pub fn counts(&self) -> Counts {
+        let mut counts = Counts::default();
+        for (_, state) in &self.targets {
+            match state {
+                TargetState::Pending => counts.pending += 1,
+                TargetState::Done { .. } => counts.done += 1,
+                TargetState::Failed { .. } => counts.failed += 1,
+            }
+        }
+        counts
+    }
+}
+
+/// Target counts of a [`Job`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Not stored yet.
+    pub pending: usize,
+    /// Stored done.
+    pub done: usize,
+    /// Stored failed.
+    pub failed: usize,
+}

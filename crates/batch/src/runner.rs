@@ -1,0 +1,270 @@
+//! [`Runner`]: the public face: submit, status, touch, cancel, close.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::error::{InvalidJob, NewError, StatusError, StoreError, SubmitError};
+use crate::fetch::Fetch;
+use crate::job::{Caller, Job, JobId, JobStatus};
+use crate::store::{CancelOutcome, Ended, NewJob, Store};
+use crate::time::Clock;
+use crate::worker;
+
+/// What the workers and the facade share.
+pub(crate) struct Shared<T, O, F, S> {
+    pub(crate) store: S,
+    pub(crate) fetch: F,
+    pub(crate) config: Config,
+    pub(crate) clock: Clock,
+    /// Wakes sleeping workers: on submit, on a finished target, on close.
+    pub(crate) wake: Notify,
+    /// Cancelled by close (and by dropping the runner): the fetch token and the workers' exit.
+    pub(crate) shutdown: CancellationToken,
+    /// Targets this runner has in flight, for `Hooks::inflight`.
+    pub(crate) in_flight: AtomicUsize,
+    _types: PhantomData<fn(T) -> O>,
+}
+
+impl<T, O, F, S> Shared<T, O, F, S> {
+    /// Wakes every sleeping worker: something may have become ready.
+    pub(crate) fn wake_idle(&self) {
+        self.wake.notify_waiters();
+    }
+
+    /// Reports a job that just ended: `job`, `job_seconds`, then `depth`.
+    pub(crate) fn report_end(&self, ended: Ended) {
+        let hooks = &*self.config.hooks;
+        hooks.job(ended.status);
+        hooks.job_seconds(ended.after.as_secs_f64());
+        hooks.depth(ended.live_jobs);
+    }
+}
+
+/// Runs jobs of targets: `workers` tasks drain every live job fairly, one target at a time
+/// per job, round-robin across jobs.
+///
+/// `T` is the target type, `O` the output type, `F` the [`Fetch`], `S` the [`Store`]. Targets
+/// and outputs are kept in the store as JSON.
+///
+/// # Guarantees
+///
+/// See the crate docs: each job is serial, jobs alternate, busy targets are retried, a
+/// cancelled job starts no further target, hooks fire exactly once per event.
+pub struct Runner<T, O, F, S> {
+    shared: Arc<Shared<T, O, F, S>>,
+    workers: TaskTracker,
+}
+
+impl<T, O, F, S> fmt::Debug for Runner<T, O, F, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runner")
+            .field("config", &self.shared.config)
+            .field("closed", &self.shared.shutdown.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T, O, F, S> Runner<T, O, F, S>
+where
+    T: Serialize + DeserializeOwned + Send + Sync + 'static,
+    O: Serialize + Send + 'static,
+    F: Fetch<T, O>,
+    S: Store,
+{
+    /// Checks `config`, lets `store` hand back the live jobs it holds (a restart), and starts
+    /// `config.workers` worker tasks on the current tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`NewError::Config`] for an invalid config; [`NewError::Store`] if the store fails.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (it spawns the workers).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes starts no worker; what the store's recovery did
+    /// stays done (it is idempotent).
+    pub async fn new(config: Config, store: S, fetch: F) -> Result<Self, NewError> {
+        config.validate()?;
+        let clock = Clock::start();
+        let live_jobs = store.recover(clock.now()).await?;
+        if live_jobs > 0 {
+            config.hooks.depth(live_jobs);
+        }
+        let shared = Arc::new(Shared {
+            store,
+            fetch,
+            clock,
+            wake: Notify::new(),
+            shutdown: CancellationToken::new(),
+            in_flight: AtomicUsize::new(0),
+            _types: PhantomData,
+            config,
+        });
+        let workers = TaskTracker::new();
+        for _ in 0..shared.config.workers {
+            workers.spawn(worker::run(Arc::clone(&shared)));
+        }
+        workers.close();
+        Ok(Self { shared, workers })
+    }
+
+    /// Submits a job of `targets` for `caller`; its id.
+    ///
+    /// # Errors
+    ///
+    /// - [`SubmitError::Invalid`]: no targets, more than `max_targets`, or one that does not
+    ///   serialize;
+    /// - [`SubmitError::Full`]: `max_live_jobs` jobs are live;
+    /// - [`SubmitError::CallerBusy`]: `caller` has a live job;
+    /// - [`SubmitError::Closed`]: after [`close`](Self::close);
+    /// - [`SubmitError::Store`]: the store failed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may or may not have submitted the job (a database store may have
+    /// committed it); the caller then has a live job it does not know the id of.
+    pub async fn submit(&self, caller: &Caller, targets: &[T]) -> Result<JobId, SubmitError> {
+        if self.shared.shutdown.is_cancelled() {
+            return Err(SubmitError::Closed);
+        }
+        let max = self.shared.config.max_targets;
+        if targets.is_empty() {
+            return Err(InvalidJob::Empty.into());
+        }
+        if targets.len() > max {
+            return Err(InvalidJob::TooManyTargets {
+                count: targets.len(),
+                max,
+            }
+            .into());
+        }
+        let targets = targets
+            .iter()
+            .enumerate()
+            .map(|(index, target)| {
+                serde_json::to_string(target).map_err(|error| InvalidJob::Unserializable {
+                    index,
+                    message: error.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let submitted = self
+            .shared
+            .store
+            .submit(NewJob {
+                caller: caller.clone(),
+                targets,
+                now: self.shared.clock.now(),
+                max_live_jobs: self.shared.config.max_live_jobs,
+            })
+            .await?;
+        self.shared.config.hooks.depth(submitted.live_jobs);
+        self.shared.wake_idle();
+        Ok(submitted.id)
+    }
+
+    /// A snapshot of `caller`'s job `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`StatusError::NotFound`] if `caller` has no job `id` (unknown, evicted, or another
+    /// caller's: the same answer); [`StatusError::Store`] if the store failed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn status(&self, id: JobId, caller: &Caller) -> Result<Job, StatusError> {
+        self.shared
+            .store
+            .status(id, caller)
+            .await?
+            .ok_or(StatusError::NotFound)
+    }
+
+    /// Marks `caller`'s job `id` recently used, so eviction takes it last; `false` if `caller`
+    /// has no job `id`.
+    ///
+    /// # Errors
+    ///
+    /// The store failed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the touch happens entirely or not at all.
+    pub async fn touch(&self, id: JobId, caller: &Caller) -> Result<bool, StoreError> {
+        self.shared
+            .store
+            .touch(id, caller, self.shared.clock.now())
+            .await
+    }
+
+    /// Cancels `caller`'s job `id`: `false` if it has no job `id` or the job has ended.
+    ///
+    /// The job reads `cancelled` at once. A target in flight finishes and is stored, but the
+    /// job stays `cancelled` and no further target starts; later targets stay pending.
+    ///
+    /// # Errors
+    ///
+    /// The store failed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future may or may not have cancelled the job; calling again is harmless
+    /// (it answers `false` once cancelled).
+    pub async fn cancel(&self, id: JobId, caller: &Caller) -> Result<bool, StoreError> {
+        let outcome = self
+            .shared
+            .store
+            .cancel(id, caller, self.shared.clock.now())
+            .await?;
+        match outcome {
+            CancelOutcome::Cancelled(ended) => {
+                debug_assert_eq!(ended.status, JobStatus::Cancelled);
+                self.shared.report_end(ended);
+                Ok(true)
+            }
+            CancelOutcome::NotFound | CancelOutcome::Terminal => Ok(false),
+        }
+    }
+
+    /// Stops: cancels the fetch token, wakes every worker, and waits for all of them. Targets
+    /// in flight finish first (a fetch that honours its token returns soon); a result that is
+    /// an error is not stored and its target stays pending in the store. Later calls of
+    /// `submit` answer [`SubmitError::Closed`]; `status`, `touch` and `cancel` keep working.
+    /// Safe to call twice, and from several tasks.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the close itself happens at the first poll; dropping the future only stops
+    /// the waiting, and calling `close` again waits again.
+    pub async fn close(&self) {
+        self.shared.shutdown.cancel();
+        self.shared.wake_idle();
+        self.workers.wait().await;
+    }
+
+    /// The store, for reads a runner does not offer.
+    pub fn store(&self) -> &S {
+        &self.shared.store
+    }
+}
+
+impl<T, O, F, S> Drop for Runner<T, O, F, S> {
+    /// Asks the workers to stop (as `close` does) without waiting for them.
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+        self.shared.wake.notify_waiters();
+    }
+}

@@ -1,0 +1,160 @@
+//! [`MemoryStore`]: every job in this process's memory, behind one lock.
+
+mod state;
+
+use std::future::{Future, ready};
+
+use crate::error::{StoreError, SubmitError};
+use crate::job::{Caller, Job, JobId, TargetState};
+use crate::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, Store, Submitted};
+use crate::sync::Mutex;
+use crate::time::Timestamp;
+
+pub(crate) use state::State;
+
+/// A [`Store`] in memory: fast, and gone with the process.
+///
+/// One mutex guards all state, including the rotation; each call takes it once, never runs
+/// user code under it, and finishes without awaiting (its futures are ready at once). Claims
+/// never lapse ([`Store::lease_ttl`] is `None`); after a runner closed, another runner over the
+/// same `Arc<MemoryStore>` picks up where it stopped.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use batch::{Caller, Config, FetchError, MemoryStore, Runner};
+///
+/// let fetch = |_cancel, _caller: &Caller, n: &u32| {
+///     let n = *n;
+///     async move { Ok::<u32, FetchError>(n * 2) }
+/// };
+/// let runner = Runner::new(Config::default(), MemoryStore::new(), fetch).await.unwrap();
+/// let id = runner.submit(&Caller::new("ann"), &[1, 2]).await.unwrap();
+/// # runner.close().await;
+/// # let _ = id;
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Live (queued or running) jobs now.
+    pub fn live_jobs(&self) -> usize {
+        self.state.lock().live_jobs()
+    }
+
+    /// Bytes stored now: every kept job's target JSON and results.
+    pub fn stored_bytes(&self) -> u64 {
+        self.state.lock().stored_bytes()
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        f(&mut self.state.lock())
+    }
+}
+
+impl Store for MemoryStore {
+    fn recover(&self, _now: Timestamp) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        ready(Ok(self.with(State::recover)))
+    }
+
+    fn submit(&self, job: NewJob) -> impl Future<Output = Result<Submitted, SubmitError>> + Send {
+        ready(self.with(|s| s.submit(job)))
+    }
+
+    fn claim(
+        &self,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Option<Claim>, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.claim(now))))
+    }
+
+    fn renew(
+        &self,
+        claim: &Claim,
+        _now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.renew(claim))))
+    }
+
+    fn complete(
+        &self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Completion, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.complete(claim, result, now))))
+    }
+
+    fn retry_later(
+        &self,
+        claim: &Claim,
+        busy_since: Timestamp,
+        at: Timestamp,
+        _now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.retry_later(claim, busy_since, at))))
+    }
+
+    fn release(
+        &self,
+        claim: &Claim,
+        _now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.release(claim))))
+    }
+
+    fn next_wakeup(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.next_wakeup())))
+    }
+
+    fn status(
+        &self,
+        id: JobId,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.status(id, caller))))
+    }
+
+    fn touch(
+        &self,
+        id: JobId,
+        caller: &Caller,
+        _now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.touch(id, caller))))
+    }
+
+    fn cancel(
+        &self,
+        id: JobId,
+        caller: &Caller,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.cancel(id, caller, now))))
+    }
+
+    fn evict_oldest(
+        &self,
+        max_bytes: u64,
+    ) -> impl Future<Output = Result<Evicted, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.evict_oldest(max_bytes))))
+    }
+}

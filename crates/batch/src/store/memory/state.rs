@@ -1,0 +1,433 @@
+//! The in-memory store's state machine: jobs, the rotation, and the eviction order.
+//!
+//! # States of a job
+//!
+//! ```text
+//!             claim                 complete (last target)
+//!   queued ─────────▶ running ──────────────────────────▶ done | failed | partial
+//!     │                  │  ▲ complete (more targets) / retry_later / release
+//!     │ cancel           │  └──── (back to ready or waiting)
+//!     └──────────────────┴──────▶ cancelled   (an in-flight claim still completes)
+//! ```
+//!
+//! A live job is in exactly one of: **ready** (claimable now), **waiting** (a busy target's
+//! retry time has not come), **in flight** (a claim is out).
+//!
+//! # Invariants
+//!
+//! 1. A job id is in `ready` iff the job is live, has a pending target, no claim out, and no
+//!    future retry time. So a claim never has to skip a job that is not ready: O(log n).
+//! 2. `(at, id)` is in `waiting` iff the job is live, has no claim out, and waits for its
+//!    retry time `at`. `ready` and `waiting` are disjoint.
+//! 3. A job has at most one claim out (`in_flight`): each job is serial.
+//! 4. Targets before `next` are stored, targets from `next` on are pending; a claim is always
+//!    for target `next`.
+//! 5. `(touch, id)` is in `finished` iff the job is terminal and has no claim out: exactly the
+//!    jobs eviction may remove, least recently touched first.
+//! 6. `live` counts the live jobs; `callers` maps each caller with a live job to it (at most
+//!    one per caller).
+//! 7. `bytes` is the sum of every job's `bytes` (its targets' JSON plus stored results).
+//!
+//! # Locking
+//!
+//! The whole `State` sits behind one mutex in [`MemoryStore`](super::MemoryStore); each
+//! method here is one critical section, runs no user code, and ends with the invariants above
+//! restored (checked by `debug_assert`s in debug builds).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::error::SubmitError;
+use crate::job::{Caller, Job, JobId, JobStatus, TargetState};
+use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
+use crate::time::Timestamp;
+
+/// One job in memory.
+#[derive(Debug)]
+struct Entry {
+    caller: Caller,
+    status: JobStatus,
+    created: Timestamp,
+    updated: Timestamp,
+    targets: Vec<Arc<str>>,
+    results: Vec<TargetState>,
+    /// Invariant 4.
+    next: usize,
+    /// The token of the claim out, if any (invariant 3).
+    in_flight: Option<u64>,
+    busy_since: Option<Timestamp>,
+    retry_at: Option<Timestamp>,
+    /// The eviction key (invariant 5); bumped on touch and when the job ends.
+    touch: u64,
+    bytes: u64,
+    done: usize,
+    failed: usize,
+}
+
+/// Everything the in-memory store holds.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    jobs: HashMap<u64, Entry>,
+    ready: BTreeSet<u64>,
+    waiting: BTreeSet<(Timestamp, u64)>,
+    /// The next scan starts at the first ready id at or above this.
+    cursor: u64,
+    finished: BTreeSet<(u64, u64)>,
+    live: usize,
+    callers: HashMap<Caller, u64>,
+    bytes: u64,
+    next_id: u64,
+    next_token: u64,
+    next_touch: u64,
+}
+
+/// Why a claim call was refused.
+fn current(entry: &Entry, claim: &Claim) -> bool {
+    entry.in_flight == Some(claim.token)
+}
+
+impl State {
+    fn bump_touch(&mut self) -> u64 {
+        self.next_touch += 1;
+        self.next_touch
+    }
+
+    pub(crate) fn live_jobs(&self) -> usize {
+        self.live
+    }
+
+    pub(crate) fn stored_bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub(crate) fn submit(&mut self, job: NewJob) -> Result<Submitted, SubmitError> {
+        if self.live >= job.max_live_jobs {
+            return Err(SubmitError::Full);
+        }
+        if self.callers.contains_key(&job.caller) {
+            return Err(SubmitError::CallerBusy);
+        }
+        self.next_id += 1;
+        let id = self.next_id;
+        let targets: Vec<Arc<str>> = job.targets.into_iter().map(Arc::from).collect();
+        let bytes = targets.iter().map(|t| t.len() as u64).sum();
+        let touch = self.bump_touch();
+        self.callers.insert(job.caller.clone(), id);
+        self.jobs.insert(
+            id,
+            Entry {
+                caller: job.caller,
+                status: JobStatus::Queued,
+                created: job.now,
+                updated: job.now,
+                results: vec![TargetState::Pending; targets.len()],
+                targets,
+                next: 0,
+                in_flight: None,
+                busy_since: None,
+                retry_at: None,
+                touch,
+                bytes,
+                done: 0,
+                failed: 0,
+            },
+        );
+        self.ready.insert(id);
+        self.live += 1;
+        self.bytes += bytes;
+        self.check(id);
+        Ok(Submitted {
+            id: JobId::new(id),
+            live_jobs: self.live,
+        })
+    }
+
+    pub(crate) fn claim(&mut self, now: Timestamp) -> Option<Claim> {
+        while let Some(&(at, id)) = self.waiting.first() {
+            if at > now {
+                break;
+            }
+            self.waiting.pop_first();
+            self.ready.insert(id);
+            if let Some(entry) = self.jobs.get_mut(&id) {
+                entry.retry_at = None;
+            }
+        }
+        let id = match self.ready.range(self.cursor..).next() {
+            Some(&id) => id,
+            None => *self.ready.first()?,
+        };
+        self.ready.remove(&id);
+        self.cursor = id + 1;
+        self.next_token += 1;
+        let token = self.next_token;
+        let entry = self.jobs.get_mut(&id).expect("a ready job exists");
+        entry.in_flight = Some(token);
+        if entry.status == JobStatus::Queued {
+            entry.status = JobStatus::Running;
+            entry.updated = now;
+        }
+        let claim = Claim {
+            job: JobId::new(id),
+            caller: entry.caller.clone(),
+            index: entry.next,
+            target_json: Arc::clone(&entry.targets[entry.next]),
+            token,
+            busy_since: entry.busy_since,
+        };
+        self.check(id);
+        Some(claim)
+    }
+
+    pub(crate) fn renew(&self, claim: &Claim) -> bool {
+        self.jobs
+            .get(&claim.job.get())
+            .is_some_and(|entry| current(entry, claim))
+    }
+
+    /// Ends `id`'s claim; the job goes back to ready, to waiting (`retry_at`), or, if it is
+    /// no longer live, into the eviction order.
+    fn end_claim(&mut self, id: u64, retry_at: Option<Timestamp>) {
+        let touch = self.bump_touch();
+        let entry = self.jobs.get_mut(&id).expect("the job exists");
+        entry.in_flight = None;
+        entry.retry_at = retry_at;
+        if !entry.status.is_live() {
+            entry.touch = touch;
+            self.finished.insert((touch, id));
+        } else if let Some(at) = retry_at {
+            self.waiting.insert((at, id));
+        } else if entry.next < entry.targets.len() {
+            self.ready.insert(id);
+        }
+    }
+
+    pub(crate) fn complete(
+        &mut self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> Completion {
+        let id = claim.job.get();
+        let Some(entry) = self.jobs.get_mut(&id).filter(|e| current(e, claim)) else {
+            return Completion::Stale;
+        };
+        debug_assert_eq!(claim.index, entry.next, "a claim is for the next target");
+        debug_assert!(!matches!(result, TargetState::Pending));
+        let bytes = result.stored_bytes();
+        match result {
+            TargetState::Done { .. } => entry.done += 1,
+            _ => entry.failed += 1,
+        }
+        entry.results[entry.next] = result;
+        entry.next += 1;
+        entry.busy_since = None;
+        entry.bytes += bytes;
+        entry.updated = now;
+        let mut ended = None;
+        if entry.status.is_live() && entry.next == entry.targets.len() {
+            entry.status = JobStatus::settled(entry.done, entry.failed);
+            let (after, caller) = (now.saturating_since(entry.created), entry.caller.clone());
+            self.live -= 1;
+            self.callers.remove(&caller);
+            ended = Some(Ended {
+                status: self.jobs[&id].status,
+                after,
+                live_jobs: self.live,
+            });
+        }
+        self.bytes += bytes;
+        self.end_claim(id, None);
+        self.check(id);
+        Completion::Stored { bytes, ended }
+    }
+
+    pub(crate) fn retry_later(
+        &mut self,
+        claim: &Claim,
+        busy_since: Timestamp,
+        at: Timestamp,
+    ) -> bool {
+        let id = claim.job.get();
+        let Some(entry) = self.jobs.get_mut(&id).filter(|e| current(e, claim)) else {
+            return false;
+        };
+        entry.busy_since = Some(busy_since);
+        self.end_claim(id, Some(at));
+        self.check(id);
+        true
+    }
+
+    pub(crate) fn release(&mut self, claim: &Claim) -> bool {
+        let id = claim.job.get();
+        if !self.jobs.get(&id).is_some_and(|e| current(e, claim)) {
+            return false;
+        }
+        self.end_claim(id, None);
+        self.check(id);
+        true
+    }
+
+    /// Frees every claim out: their holder is gone.
+    pub(crate) fn recover(&mut self) -> usize {
+        let mut held: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter(|(_, e)| e.in_flight.is_some())
+            .map(|(&id, _)| id)
+            .collect();
+        held.sort_unstable();
+        for id in held {
+            let retry_at = self.jobs[&id].retry_at;
+            self.end_claim(id, retry_at);
+            self.check(id);
+        }
+        self.live
+    }
+
+    pub(crate) fn next_wakeup(&self) -> Option<Timestamp> {
+        self.waiting.first().map(|&(at, _)| at)
+    }
+
+    fn entry_of(&self, id: JobId, caller: &Caller) -> Option<&Entry> {
+        self.jobs.get(&id.get()).filter(|e| e.caller == *caller)
+    }
+
+    pub(crate) fn status(&self, id: JobId, caller: &Caller) -> Option<Job> {
+        let entry = self.entry_of(id, caller)?;
+        Some(Job {
+            id,
+            status: entry.status,
+            created: entry.created.to_system_time(),
+            updated: entry.updated.to_system_time(),
+            targets: entry
+                .targets
+                .iter()
+                .map(|t| t.to_string())
+                .zip(entry.results.iter().cloned())
+                .collect(),
+        })
+    }
+
+    pub(crate) fn touch(&mut self, id: JobId, caller: &Caller) -> bool {
+        if self.entry_of(id, caller).is_none() {
+            return false;
+        }
+        let touch = self.bump_touch();
+        let entry = self.jobs.get_mut(&id.get()).expect("found above");
+        let old = std::mem::replace(&mut entry.touch, touch);
+        if self.finished.remove(&(old, id.get())) {
+            self.finished.insert((touch, id.get()));
+        }
+        self.check(id.get());
+        true
+    }
+
+    pub(crate) fn cancel(&mut self, id: JobId, caller: &Caller, now: Timestamp) -> CancelOutcome {
+        let Some(entry) = self.entry_of(id, caller) else {
+            return CancelOutcome::NotFound;
+        };
+        if !entry.status.is_live() {
+            return CancelOutcome::Terminal;
+        }
+        let raw = id.get();
+        let touch = self.bump_touch();
+        let entry = self.jobs.get_mut(&raw).expect("found above");
+        entry.status = JobStatus::Cancelled;
+        entry.updated = now;
+        let after = now.saturating_since(entry.created);
+        let (caller, retry_at, idle) = (
+            entry.caller.clone(),
+            entry.retry_at,
+            entry.in_flight.is_none(),
+        );
+        if idle {
+            entry.touch = touch;
+            self.finished.insert((touch, raw));
+        }
+        self.ready.remove(&raw);
+        if let Some(at) = retry_at {
+            self.waiting.remove(&(at, raw));
+        }
+        self.live -= 1;
+        self.callers.remove(&caller);
+        self.check(raw);
+        CancelOutcome::Cancelled(Ended {
+            status: JobStatus::Cancelled,
+            after,
+            live_jobs: self.live,
+        })
+    }
+
+    pub(crate) fn evict_oldest(&mut self, max_bytes: u64) -> Evicted {
+        let mut evicted = Evicted::default();
+        while self.bytes > max_bytes {
+            let Some((_, id)) = self.finished.pop_first() else {
+                break;
+            };
+            let entry = self.jobs.remove(&id).expect("a finished job exists");
+            self.bytes -= entry.bytes;
+            evicted.jobs += 1;
+            evicted.bytes += entry.bytes;
+        }
+        evicted
+    }
+
+    /// Checks every invariant that concerns job `id`, plus the global counts (debug builds).
+    fn check(&self, id: u64) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        if let Some(e) = self.jobs.get(&id) {
+            let ready = self.ready.contains(&id);
+            let waiting = e
+                .retry_at
+                .is_some_and(|at| self.waiting.contains(&(at, id)));
+            let pending = e.next < e.targets.len();
+            let live = e.status.is_live();
+            let idle = e.in_flight.is_none();
+            assert_eq!(
+                ready,
+                live && pending && idle && e.retry_at.is_none(),
+                "inv 1: {e:?}"
+            );
+            assert_eq!(
+                waiting,
+                live && idle && e.retry_at.is_some(),
+                "inv 2: {e:?}"
+            );
+            assert!(!(ready && waiting), "inv 2: ready and waiting");
+            assert!(
+                e.results[..e.next]
+                    .iter()
+                    .all(|r| !matches!(r, TargetState::Pending)),
+                "inv 4"
+            );
+            assert!(
+                e.results[e.next..]
+                    .iter()
+                    .all(|r| matches!(r, TargetState::Pending)),
+                "inv 4"
+            );
+            assert_eq!(
+                self.finished.contains(&(e.touch, id)),
+                !live && idle,
+                "inv 5: {e:?}"
+            );
+            assert_eq!(self.callers.get(&e.caller) == Some(&id), live, "inv 6");
+            let bytes: u64 = e.targets.iter().map(|t| t.len() as u64).sum::<u64>()
+                + e.results.iter().map(TargetState::stored_bytes).sum::<u64>();
+            assert_eq!(bytes, e.bytes, "inv 7");
+        }
+        if self.jobs.len() <= 64 {
+            let live = self.jobs.values().filter(|e| e.status.is_live()).count();
+            assert_eq!(live, self.live, "inv 6: live count");
+            assert_eq!(self.callers.len(), self.live, "inv 6: callers");
+            assert_eq!(
+                self.jobs.values().map(|e| e.bytes).sum::<u64>(),
+                self.bytes,
+                "inv 7"
+            );
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! The worker loop: claim, fetch, store, repeat; sleep when nothing is ready.
+//!
+//! # Protocol
+//!
+//! 1. Claim from the store. A claim out means its job is ours until we store, retry or
+//!    release it, so per-job serialism is the store's invariant, not ours.
+//! 2. On no claim, register for the wake-up (`Notified::enable`) *before* claiming once more:
+//!    a submit or a finished target that lands between the two claims has then either been
+//!    seen by the second claim or wakes us. No wake-up is lost and nothing polls.
+//! 3. Sleep until woken, until the store's earliest retry time, or until close.
+//! 4. Serve the claim: fetch under the close token (panics caught), then store the result,
+//!    report hooks, evict, and wake the others.
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use panicguard::FutureExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::StoreError;
+use crate::fetch::{Fetch, FetchError};
+use crate::hooks::TargetOutcome;
+use crate::job::TargetState;
+use crate::runner::Shared;
+use crate::store::{Claim, Completion, Store};
+
+/// The error text a panicking fetch leaves in its target.
+pub(crate) const INTERNAL_ERROR: &str = "internal error";
+
+/// What one fetch came to, before it is stored.
+enum Attempt {
+    Result(TargetState),
+    Busy,
+    /// An error while closing, or a lost lease: the result is not stored.
+    Abandon,
+}
+
+/// Runs one worker until close.
+pub(crate) async fn run<T, O, F, S>(shared: Arc<Shared<T, O, F, S>>)
+where
+    T: DeserializeOwned + Send + Sync + 'static,
+    O: Serialize + Send + 'static,
+    F: Fetch<T, O>,
+    S: Store,
+{
+    while !shared.shutdown.is_cancelled() {
+        let Some(claim) = store_call(&shared, || shared.store.claim(shared.clock.now())).await
+        else {
+            return;
+        };
+        if let Some(claim) = claim {
+            serve(&shared, claim).await;
+            continue;
+        }
+        let mut woken = pin!(shared.wake.notified());
+        woken.as_mut().enable();
+        let Some(claim) = store_call(&shared, || shared.store.claim(shared.clock.now())).await
+        else {
+            return;
+        };
+        if let Some(claim) = claim {
+            serve(&shared, claim).await;
+            continue;
+        }
+        let Some(wake_at) = store_call(&shared, || shared.store.next_wakeup()).await else {
+            return;
+        };
+        let retry_time = async {
+            match wake_at {
+                Some(at) => tokio::time::sleep_until(shared.clock.instant_of(at)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = woken => {}
+            () = retry_time => {}
+            () = shared.shutdown.cancelled() => return,
+        }
+    }
+}
+
+/// Calls the store until it answers, waiting `retry_wait` after each failure; `None` once the
+/// runner closes. A failing store is logged, never skipped: a claim stays out until stored.
+async fn store_call<T, O, F, S, R, Fut>(
+    shared: &Shared<T, O, F, S>,
+    mut call: impl FnMut() -> Fut,
+) -> Option<R>
+where
+    Fut: Future<Output = Result<R, StoreError>>,
+{
+    loop {
+        match call().await {
+            Ok(value) => return Some(value),
+            Err(error) => {
+                match &error {
+                    StoreError::Unavailable(_) => {
+                        tracing::warn!(%error, "store call failed; retrying")
+                    }
+                    _ => tracing::error!(%error, "store call failed; retrying"),
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(shared.config.retry_wait) => {}
+                    () = shared.shutdown.cancelled() => return None,
+                }
+            }
+        }
+    }
+}
+
+/// Fetches and stores one claimed target.
+async fn serve<T, O, F, S>(shared: &Shared<T, O, F, S>, claim: Claim)
+where
+    T: DeserializeOwned + Send + Sync + 'static,
+    O: Serialize + Send + 'static,
+    F: Fetch<T, O>,
+    S: Store,
+{
+    let hooks = &*shared.config.hooks;
+    hooks.inflight(shared.in_flight.fetch_add(1, Ordering::Relaxed) + 1);
+    let started = tokio::time::Instant::now();
+    let attempt = attempt(shared, &claim).await;
+    let elapsed = started.elapsed();
+    let now = shared.clock.now();
+    let result = match attempt {
+        // Closing most likely made the fetch fail: not the target's fault. It stays pending
+        // for the next runner over this store.
+        Attempt::Result(TargetState::Failed { .. }) | Attempt::Busy
+            if shared.shutdown.is_cancelled() =>
+        {
+            None
+        }
+        Attempt::Abandon => None,
+        Attempt::Busy => {
+            let busy_since = claim.busy_since.unwrap_or(now);
+            if now.saturating_since(busy_since) > shared.config.retry_for {
+                Some(TargetState::Failed {
+                    error: FetchError::RetryLater.to_string(),
+                    hint: None,
+                })
+            } else {
+                let at = now.saturating_add(shared.config.retry_wait);
+                let call = || shared.store.retry_later(&claim, busy_since, at, now);
+                let _ = store_call(shared, call).await;
+                hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
+                shared.wake_idle();
+                return;
+            }
+        }
+        Attempt::Result(result) => Some(result),
+    };
+    let Some(result) = result else {
+        let _ = store_call(shared, || shared.store.release(&claim, now)).await;
+        hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
+        return;
+    };
+    let outcome = match result {
+        TargetState::Done { .. } => TargetOutcome::Done,
+        _ => TargetOutcome::Failed,
+    };
+    let stored = store_call(shared, || {
+        shared.store.complete(&claim, result.clone(), now)
+    })
+    .await;
+    hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
+    match stored {
+        Some(Completion::Stored { bytes, ended }) => {
+            hooks.target(outcome, elapsed, bytes);
+            if let Some(ended) = ended {
+                shared.report_end(ended);
+            }
+            let max_bytes = shared.config.max_bytes;
+            if let Some(evicted) = store_call(shared, || shared.store.evict_oldest(max_bytes)).await
+                && evicted.jobs > 0
+            {
+                tracing::debug!(
+                    jobs = evicted.jobs,
+                    bytes = evicted.bytes,
+                    "evicted finished jobs"
+                );
+            }
+        }
+        Some(Completion::Stale) => tracing::warn!(
+            job = %claim.job,
+            target = claim.index,
+            "claim lost before its result was stored; result dropped"
+        ),
+        None => {}
+    }
+    shared.wake_idle();
+}
+
+/// Runs the fetch for `claim`, catching panics and renewing a lease while it runs.
+async fn attempt<T, O, F, S>(shared: &Shared<T, O, F, S>, claim: &Claim) -> Attempt
+where
+    T: DeserializeOwned + Send + Sync + 'static,
+    O: Serialize + Send + 'static,
+    F: Fetch<T, O>,
+    S: Store,
+{
+    let target: T = match serde_json::from_str(&claim.target_json) {
+        Ok(target) => target,
+        Err(error) => {
+            return Attempt::Result(TargetState::Failed {
+                error: format!("target does not deserialize: {error}"),
+                hint: None,
+            });
+        }
+    };
+    let lease = shared.store.lease_ttl();
+    let token = match lease {
+        Some(_) => shared.shutdown.child_token(),
+        None => shared.shutdown.clone(),
+    };
+    let fetched = async {
+        match panicguard::catch(|| shared.fetch.fetch(token.clone(), &claim.caller, &target)) {
+            Ok(future) => future.catch_unwind().await,
+            Err(panic) => Err(panic),
+        }
+    };
+    let fetched = match lease {
+        None => fetched.await,
+        Some(ttl) => match with_heartbeat(shared, claim, ttl, &token, fetched).await {
+            Some(fetched) => fetched,
+            None => return Attempt::Abandon,
+        },
+    };
+    match fetched {
+        Ok(Ok(output)) => match serde_json::to_string(&output) {
+            Ok(output_json) => Attempt::Result(TargetState::Done { output_json }),
+            Err(error) => Attempt::Result(TargetState::Failed {
+                error: format!("output does not serialize: {error}"),
+                hint: None,
+            }),
+        },
+        Ok(Err(FetchError::RetryLater)) => Attempt::Busy,
+        Ok(Err(FetchError::Target { msg, hint })) => {
+            Attempt::Result(TargetState::Failed { error: msg, hint })
+        }
+        Ok(Err(error)) => Attempt::Result(TargetState::Failed {
+            error: error.to_string(),
+            hint: None,
+        }),
+        Err(panic) => {
+            tracing::error!(job = %claim.job, target = claim.index, panic = panic.message(), "fetch panicked");
+            Attempt::Result(TargetState::Failed {
+                error: INTERNAL_ERROR.to_owned(),
+                hint: None,
+            })
+        }
+    }
+}
+
+/// Awaits `fetched` while renewing the claim every third of `ttl`; `None` (and the fetch
+/// cancelled) if the lease was lost.
+async fn with_heartbeat<T, O, F, S, R>(
+    shared: &Shared<T, O, F, S>,
+    claim: &Claim,
+    ttl: Duration,
+    token: &CancellationToken,
+    fetched: impl Future<Output = R>,
+) -> Option<R>
+where
+    S: Store,
+{
+    let mut fetched = pin!(fetched);
+    let every = (ttl / 3).max(Duration::from_millis(1));
+    loop {
+        tokio::select! {
+            result = &mut fetched => return Some(result),
+            () = tokio::time::sleep(every) => {
+                let renewed = shared.store.renew(claim, shared.clock.now()).await;
+                match renewed {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(job = %claim.job, target = claim.index, "lease lost; fetch abandoned");
+                        token.cancel();
+                        return None;
+                    }
+                    Err(error) => tracing::warn!(%error, job = %claim.job, "lease renewal failed"),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,573 @@
+//! The runner suite, generic over the store: every store passes the same tests.
+//!
+//! A store's test file instantiates it with one line:
+//!
+//! ```ignore
+//! mod suite;
+//! suite::runner_suite!(batch::MemoryStore::new);
+//! ```
+//!
+//! The argument is any expression callable as `Fn() -> S` for a `S: Store`. Every test runs on
+//! tokio's paused clock: time moves only when every task waits, so retries and timers are
+//! exact and nothing sleeps for real.
+
+#![allow(dead_code)]
+
+pub mod harness;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use batch::{
+    Caller, Config, ConfigError, InvalidJob, Job, JobId, JobStatus, NewError, Runner, StatusError,
+    Store, SubmitError, TargetOutcome, TargetState,
+};
+use harness::{Event, Plan, Recorder, RecordingHooks, Target, fetcher, oks, targets};
+
+/// Instantiates every suite test for the store made by `$make`.
+#[macro_export]
+macro_rules! runner_suite {
+    ($make:expr) => {
+        $crate::runner_suite!(@tests $make;
+            alternation_with_one_worker,
+            unreached_job_stays_queued,
+            serial_per_job_under_four_workers,
+            busy_retry_within_retry_for,
+            busy_beyond_retry_for_fails,
+            cancel_queued_job,
+            cancel_running_job,
+            cancel_terminal_or_unknown_job,
+            panic_becomes_internal_error,
+            failures_are_stored_with_their_text,
+            hooks_are_called_exactly_as_specified,
+            close_with_targets_in_flight,
+            caller_isolation,
+            submit_rules,
+            config_is_validated,
+            eviction_takes_least_recently_touched,
+        );
+    };
+    (@tests $make:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(start_paused = true)]
+            async fn $name() {
+                suite::$name($make).await;
+            }
+        )*
+    };
+}
+
+/// A runner over `store` with `config`, a recorder and recording hooks.
+pub async fn start<S: Store>(
+    store: S,
+    config: Config,
+) -> (
+    Runner<Target, String, impl batch::Fetch<Target, String>, S>,
+    Arc<Recorder>,
+    Arc<RecordingHooks>,
+) {
+    let recorder = Arc::new(Recorder::default());
+    let hooks = Arc::new(RecordingHooks::default());
+    let config = config.hooks(hooks.clone());
+    let runner = Runner::new(config, store, fetcher(recorder.clone()))
+        .await
+        .expect("valid config");
+    (runner, recorder, hooks)
+}
+
+/// A small config: `workers` workers, busy retries every 10 ms for 1 s.
+pub fn config(workers: usize) -> Config {
+    Config::default()
+        .workers(workers)
+        .retry(Duration::from_millis(10), Duration::from_secs(1))
+}
+
+pub fn caller(name: &str) -> Caller {
+    Caller::new(name)
+}
+
+/// Waits (in virtual time) until `check` holds; panics after a virtual hour.
+pub async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..360_000 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out (virtual hour) waiting for {what}");
+}
+
+/// Waits until job `id` has ended; its snapshot.
+pub async fn ended<F, S>(runner: &Runner<Target, String, F, S>, id: JobId, caller: &Caller) -> Job
+where
+    F: batch::Fetch<Target, String>,
+    S: Store,
+{
+    let mut last = None;
+    wait_for("the job to end", async || {
+        let job = runner.status(id, caller).await.unwrap();
+        let done = !job.status.is_live();
+        last = Some(job);
+        done
+    })
+    .await;
+    last.unwrap()
+}
+
+/// Waits until the recorder has seen a fetch of `name` start.
+pub async fn started(recorder: &Recorder, name: &str) {
+    wait_for(name, async || recorder.log().iter().any(|n| n == name)).await;
+}
+
+fn words(job: &Job) -> Vec<&'static str> {
+    job.targets.iter().map(|(_, state)| state.word()).collect()
+}
+
+fn outputs(job: &Job) -> Vec<String> {
+    job.targets
+        .iter()
+        .map(|(_, state)| match state.output::<String>() {
+            Some(output) => output.unwrap(),
+            None => format!("<{}>", state.word()),
+        })
+        .collect()
+}
+
+pub async fn alternation_with_one_worker<S: Store>(make: impl Fn() -> S) {
+    let (runner, recorder, _) = start(make(), config(1)).await;
+    let (ann, bob) = (caller("ann"), caller("bob"));
+    let a = runner.submit(&ann, &oks("a", 3)).await.unwrap();
+    let b = runner.submit(&bob, &oks("b", 3)).await.unwrap();
+    let job_a = ended(&runner, a, &ann).await;
+    let job_b = ended(&runner, b, &bob).await;
+    assert_eq!(recorder.log(), ["a1", "b1", "a2", "b2", "a3", "b3"]);
+    assert_eq!(job_a.status, JobStatus::Done);
+    assert_eq!(job_b.status, JobStatus::Done);
+    assert_eq!(outputs(&job_a), ["got a1", "got a2", "got a3"]);
+    assert_eq!(job_a.counts().done, 3);
+    runner.close().await;
+}
+
+pub async fn unreached_job_stays_queued<S: Store>(make: impl Fn() -> S) {
+    let (runner, recorder, _) = start(make(), config(1)).await;
+    let (ann, bob) = (caller("ann"), caller("bob"));
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::Hold, Plan::Ok]))
+        .await
+        .unwrap();
+    let b = runner.submit(&bob, &oks("b", 1)).await.unwrap();
+    started(&recorder, "a1").await;
+    assert_eq!(
+        runner.status(a, &ann).await.unwrap().status,
+        JobStatus::Running
+    );
+    let queued = runner.status(b, &bob).await.unwrap();
+    assert_eq!(queued.status, JobStatus::Queued);
+    assert_eq!(words(&queued), ["pending"]);
+    recorder.release.add_permits(1);
+    assert_eq!(ended(&runner, b, &bob).await.status, JobStatus::Done);
+    assert_eq!(ended(&runner, a, &ann).await.status, JobStatus::Done);
+    assert_eq!(recorder.log(), ["a1", "b1", "a2"]);
+    runner.close().await;
+}
+
+pub async fn serial_per_job_under_four_workers<S: Store>(make: impl Fn() -> S) {
+    let (runner, recorder, _) = start(make(), config(4)).await;
+    let jobs = if harness::small() { 3 } else { 8 };
+    let mut submitted = Vec::new();
+    for j in 0..jobs {
+        let name = format!("j{j}-");
+        let plans: Vec<Plan> = (0..6)
+            .map(|i| Plan::Sleep(1 + (i * 7 + j * 3) % 5))
+            .collect();
+        let who = caller(&name);
+        let id = runner.submit(&who, &targets(&name, &plans)).await.unwrap();
+        submitted.push((name, who, id));
+    }
+    for (_, who, id) in &submitted {
+        assert_eq!(ended(&runner, *id, who).await.status, JobStatus::Done);
+    }
+    assert_eq!(
+        recorder.overlap(),
+        None,
+        "two fetches of one job overlapped"
+    );
+    let log = recorder.log();
+    for (name, _, _) in &submitted {
+        let order: Vec<&String> = log
+            .iter()
+            .filter(|n| n.starts_with(name.as_str()))
+            .collect();
+        let expected: Vec<String> = (1..=6).map(|i| format!("{name}{i}")).collect();
+        assert_eq!(
+            order,
+            expected.iter().collect::<Vec<_>>(),
+            "job {name} out of order"
+        );
+    }
+    runner.close().await;
+}
+
+pub async fn busy_retry_within_retry_for<S: Store>(make: impl Fn() -> S) {
+    let (runner, recorder, hooks) = start(make(), config(1)).await;
+    let (ann, bob) = (caller("ann"), caller("bob"));
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::Busy(2), Plan::Ok]))
+        .await
+        .unwrap();
+    let b = runner.submit(&bob, &oks("b", 3)).await.unwrap();
+    let job_a = ended(&runner, a, &ann).await;
+    assert_eq!(job_a.status, JobStatus::Done);
+    assert_eq!(ended(&runner, b, &bob).await.status, JobStatus::Done);
+    // While a1 waits out its retries, the rotation goes on with b.
+    assert_eq!(recorder.log(), ["a1", "b1", "b2", "b3", "a1", "a1", "a2"]);
+    assert_eq!(outputs(&job_a), ["got a1", "got a2"]);
+    // A busy attempt stores nothing, so it calls no target hook.
+    let stored = hooks.count(|e| matches!(e, Event::Target(..)));
+    assert_eq!(stored, 5);
+    runner.close().await;
+}
+
+pub async fn busy_beyond_retry_for_fails<S: Store>(make: impl Fn() -> S) {
+    let config = config(1).retry(Duration::from_millis(10), Duration::from_millis(25));
+    let (runner, recorder, _) = start(make(), config).await;
+    let ann = caller("ann");
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::BusyForever, Plan::Ok]))
+        .await
+        .unwrap();
+    let job = ended(&runner, a, &ann).await;
+    // Busy at 0, 10 and 20 ms (within 25 ms), and at 30 ms: busy for longer, so failed.
+    assert_eq!(recorder.attempts("a1"), 4);
+    assert_eq!(job.status, JobStatus::Partial);
+    assert_eq!(
+        job.targets[0].1,
+        TargetState::Failed {
+            error: batch::FetchError::RetryLater.to_string(),
+            hint: None
+        }
+    );
+    runner.close().await;
+}
+
+pub async fn cancel_queued_job<S: Store>(make: impl Fn() -> S) {
+    let (runner, recorder, hooks) = start(make(), config(1)).await;
+    let (ann, bob) = (caller("ann"), caller("bob"));
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::Hold]))
+        .await
+        .unwrap();
+    let b = runner.submit(&bob, &oks("b", 2)).await.unwrap();
+    started(&recorder, "a1").await;
+    assert!(runner.cancel(b, &bob).await.unwrap());
+    let job = runner.status(b, &bob).await.unwrap();
+    assert_eq!(job.status, JobStatus::Cancelled);
+    recorder.release.add_permits(1);
+    assert_eq!(ended(&runner, a, &ann).await.status, JobStatus::Done);
+    assert_eq!(recorder.log(), ["a1"]);
+    assert_eq!(
+        words(&runner.status(b, &bob).await.unwrap()),
+        ["pending", "pending"]
+    );
+    assert_eq!(hooks.jobs(), [JobStatus::Cancelled, JobStatus::Done]);
+    // The caller is free again.
+    runner.submit(&bob, &oks("c", 1)).await.unwrap();
+    runner.close().await;
+}
+
+pub async fn cancel_running_job<S: Store>(make: impl Fn() -> S) {
+    let (runner, recorder, hooks) = start(make(), config(2)).await;
+    let ann = caller("ann");
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::Hold, Plan::Ok, Plan::Ok]))
+        .await
+        .unwrap();
+    started(&recorder, "a1").await;
+    assert!(runner.cancel(a, &ann).await.unwrap());
+    assert_eq!(
+        runner.status(a, &ann).await.unwrap().status,
+        JobStatus::Cancelled
+    );
+    assert!(
+        !runner.cancel(a, &ann).await.unwrap(),
+        "a second cancel is refused"
+    );
+    recorder.release.add_permits(1);
+    wait_for("a1 to be stored", async || {
+        runner.status(a, &ann).await.unwrap().targets[0].1 != TargetState::Pending
+    })
+    .await;
+    let job = runner.status(a, &ann).await.unwrap();
+    assert_eq!(
+        job.status,
+        JobStatus::Cancelled,
+        "storing a1 keeps cancelled"
+    );
+    assert_eq!(words(&job), ["done", "pending", "pending"]);
+    // Let any worker that would wrongly start a2 run, then check none did.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(recorder.log(), ["a1"]);
+    assert_eq!(hooks.jobs(), [JobStatus::Cancelled]);
+    assert_eq!(hooks.count(|e| matches!(e, Event::JobSeconds(_))), 1);
+    assert_eq!(
+        hooks.count(|e| matches!(e, Event::Target(TargetOutcome::Done, _))),
+        1
+    );
+    runner.close().await;
+}
+
+pub async fn cancel_terminal_or_unknown_job<S: Store>(make: impl Fn() -> S) {
+    let (runner, _, hooks) = start(make(), config(1)).await;
+    let (ann, bob) = (caller("ann"), caller("bob"));
+    let a = runner.submit(&ann, &oks("a", 1)).await.unwrap();
+    ended(&runner, a, &ann).await;
+    assert!(!runner.cancel(a, &ann).await.unwrap());
+    assert!(!runner.cancel(a, &bob).await.unwrap());
+    assert!(!runner.cancel(JobId::new(9_999), &ann).await.unwrap());
+    assert_eq!(
+        runner.status(a, &ann).await.unwrap().status,
+        JobStatus::Done
+    );
+    assert_eq!(hooks.jobs(), [JobStatus::Done]);
+    runner.close().await;
+}
+
+pub async fn panic_becomes_internal_error<S: Store>(make: impl Fn() -> S) {
+    let (runner, _, _) = start(make(), config(1)).await;
+    let ann = caller("ann");
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::Panic, Plan::Ok]))
+        .await
+        .unwrap();
+    let job = ended(&runner, a, &ann).await;
+    assert_eq!(job.status, JobStatus::Partial);
+    assert_eq!(
+        job.targets[0].1,
+        TargetState::Failed {
+            error: "internal error".into(),
+            hint: None
+        }
+    );
+    assert!(
+        !format!("{job:?}").contains("secret"),
+        "the panic message never reaches the caller"
+    );
+    let b = runner
+        .submit(&ann, &targets("b", &[Plan::Panic]))
+        .await
+        .unwrap();
+    assert_eq!(ended(&runner, b, &ann).await.status, JobStatus::Failed);
+    runner.close().await;
+}
+
+pub async fn failures_are_stored_with_their_text<S: Store>(make: impl Fn() -> S) {
+    let (runner, _, _) = start(make(), config(1)).await;
+    let ann = caller("ann");
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::Fail, Plan::Other]))
+        .await
+        .unwrap();
+    let job = ended(&runner, a, &ann).await;
+    assert_eq!(job.status, JobStatus::Failed);
+    assert_eq!(
+        job.targets[0].1,
+        TargetState::Failed {
+            error: "no a1".into(),
+            hint: Some("check a1".into())
+        }
+    );
+    assert_eq!(
+        job.targets[1].1,
+        TargetState::Failed {
+            error: "other a2".into(),
+            hint: None
+        }
+    );
+    assert_eq!(
+        job.targets[0].0,
+        serde_json::to_string(&targets("a", &[Plan::Fail])[0]).unwrap()
+    );
+    runner.close().await;
+}
+
+pub async fn hooks_are_called_exactly_as_specified<S: Store>(make: impl Fn() -> S) {
+    let (runner, _, hooks) = start(make(), config(1)).await;
+    let ann = caller("ann");
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::Ok, Plan::Fail]))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let job = ended(&runner, a, &ann).await;
+    assert_eq!(job.status, JobStatus::Partial);
+    let events = hooks.events();
+    let (seconds, rest): (Vec<Event>, Vec<Event>) = events
+        .into_iter()
+        .partition(|e| matches!(e, Event::JobSeconds(_)));
+    let ok_bytes = "\"got a1\"".len() as u64;
+    let fail_bytes = ("no a2".len() + "check a2".len()) as u64;
+    assert_eq!(
+        rest,
+        [
+            Event::Depth(1),
+            Event::Inflight(1),
+            Event::Inflight(0),
+            Event::Target(TargetOutcome::Done, ok_bytes),
+            Event::Inflight(1),
+            Event::Inflight(0),
+            Event::Target(TargetOutcome::Failed, fail_bytes),
+            Event::Job(JobStatus::Partial),
+            Event::Depth(0),
+        ]
+    );
+    assert_eq!(seconds.len(), 1);
+    let Event::JobSeconds(secs) = seconds[0] else {
+        unreachable!()
+    };
+    assert!(secs >= 0.0);
+    runner.close().await;
+}
+
+pub async fn close_with_targets_in_flight<S: Store>(make: impl Fn() -> S) {
+    let store = Arc::new(make());
+    let (runner, recorder, _) = start(Arc::clone(&store), config(2)).await;
+    let (ann, bob) = (caller("ann"), caller("bob"));
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::Hold, Plan::Ok]))
+        .await
+        .unwrap();
+    let b = runner
+        .submit(&bob, &targets("b", &[Plan::Hold]))
+        .await
+        .unwrap();
+    started(&recorder, "a1").await;
+    started(&recorder, "b1").await;
+    runner.close().await;
+    assert_eq!(
+        recorder.finished().len(),
+        2,
+        "close waited for both fetches"
+    );
+    let job_a = runner.status(a, &ann).await.unwrap();
+    assert_eq!(job_a.status, JobStatus::Running);
+    assert_eq!(
+        words(&job_a),
+        ["pending", "pending"],
+        "a cancelled fetch is not stored"
+    );
+    assert!(matches!(
+        runner.submit(&caller("cid"), &oks("c", 1)).await,
+        Err(SubmitError::Closed)
+    ));
+    runner.close().await; // safe twice
+    drop(runner);
+
+    // A new runner over the same store picks both jobs up again.
+    let (again, recorder, _) = start(store, config(2)).await;
+    recorder.release.add_permits(2); // the new recorder would hold a1 and b1 again
+    assert_eq!(outputs(&ended(&again, a, &ann).await), ["got a1", "got a2"]);
+    assert_eq!(ended(&again, b, &bob).await.status, JobStatus::Done);
+    let mut log = recorder.log();
+    log.sort();
+    assert_eq!(log, ["a1", "a2", "b1"]);
+    again.close().await;
+}
+
+pub async fn caller_isolation<S: Store>(make: impl Fn() -> S) {
+    let (runner, _, _) = start(make(), config(1)).await;
+    let (ann, eve) = (caller("ann"), caller("eve"));
+    let a = runner.submit(&ann, &oks("a", 1)).await.unwrap();
+    let unknown = JobId::new(a.get() + 1_000);
+    for id in [a, unknown] {
+        assert!(matches!(
+            runner.status(id, &eve).await,
+            Err(StatusError::NotFound)
+        ));
+        assert!(!runner.touch(id, &eve).await.unwrap());
+        assert!(!runner.cancel(id, &eve).await.unwrap());
+    }
+    assert!(runner.touch(a, &ann).await.unwrap());
+    assert_eq!(ended(&runner, a, &ann).await.status, JobStatus::Done);
+    runner.close().await;
+}
+
+pub async fn submit_rules<S: Store>(make: impl Fn() -> S) {
+    let (runner, recorder, _) = start(make(), config(1).max_targets(3).max_live_jobs(2)).await;
+    let (ann, bob, cid) = (caller("ann"), caller("bob"), caller("cid"));
+    assert!(matches!(
+        runner.submit(&ann, &[]).await,
+        Err(SubmitError::Invalid(InvalidJob::Empty))
+    ));
+    assert!(matches!(
+        runner.submit(&ann, &oks("a", 4)).await,
+        Err(SubmitError::Invalid(InvalidJob::TooManyTargets {
+            count: 4,
+            max: 3
+        }))
+    ));
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::Hold]))
+        .await
+        .unwrap();
+    assert!(matches!(
+        runner.submit(&ann, &oks("x", 1)).await,
+        Err(SubmitError::CallerBusy)
+    ));
+    let b = runner.submit(&bob, &oks("b", 3)).await.unwrap();
+    assert!(matches!(
+        runner.submit(&cid, &oks("c", 1)).await,
+        Err(SubmitError::Full)
+    ));
+    started(&recorder, "a1").await;
+    recorder.release.add_permits(1);
+    ended(&runner, a, &ann).await;
+    ended(&runner, b, &bob).await;
+    // Ended jobs free both the caller and the slot.
+    runner.submit(&ann, &oks("a", 1)).await.unwrap();
+    runner.submit(&cid, &oks("c", 1)).await.unwrap();
+    runner.close().await;
+}
+
+pub async fn config_is_validated<S: Store>(make: impl Fn() -> S) {
+    let recorder = Arc::new(Recorder::default());
+    let error = Runner::new(config(0), make(), fetcher(recorder))
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        error,
+        NewError::Config(ConfigError::Workers { workers: 0, .. })
+    ));
+}
+
+pub async fn eviction_takes_least_recently_touched<S: Store>(make: impl Fn() -> S) {
+    // Each job: one target of ~100 bytes of JSON and an output of about as many.
+    let name = "x".repeat(80);
+    let job_of = |job: &str| {
+        vec![Target {
+            job: job.to_owned(),
+            name: format!("{job}{name}"),
+            plan: Plan::Ok,
+        }]
+    };
+    let one_job = {
+        let t = serde_json::to_string(&job_of("a")[0]).unwrap().len();
+        let o = format!("\"got a{name}\"").len();
+        (t + o) as u64
+    };
+    let (runner, _, _) = start(make(), config(1).max_bytes(one_job * 5 / 2)).await;
+    let (ann, bob, cid) = (caller("ann"), caller("bob"), caller("cid"));
+    let a = runner.submit(&ann, &job_of("a")).await.unwrap();
+    ended(&runner, a, &ann).await;
+    let b = runner.submit(&bob, &job_of("b")).await.unwrap();
+    ended(&runner, b, &bob).await;
+    assert!(runner.touch(a, &ann).await.unwrap());
+    let c = runner.submit(&cid, &job_of("c")).await.unwrap();
+    ended(&runner, c, &cid).await;
+    assert!(
+        matches!(runner.status(b, &bob).await, Err(StatusError::NotFound)),
+        "b went first"
+    );
+    assert!(runner.status(a, &ann).await.is_ok(), "touched a stays");
+    assert!(runner.status(c, &cid).await.is_ok(), "the newest stays");
+    runner.close().await;
+}

@@ -2,4 +2,7 @@
 
 mod suite;
 
+use proptest::prelude::Strategy;
+
 runner_suite!(batch::MemoryStore::new);
+model_suite!(batch::MemoryStore::new);

@@ -14,6 +14,7 @@
 #![allow(dead_code)]
 
 pub mod harness;
+pub mod model;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -14,7 +14,7 @@
 //! user's types; the typed [`Runner`](crate::Runner) serializes on its side. See
 //! `docs/batch.md` for why the trait is shaped around claims.
 
-mod memory;
+pub(crate) mod memory;
 
 use std::future::Future;
 use std::sync::Arc;

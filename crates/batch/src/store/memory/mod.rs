@@ -3,6 +3,7 @@
 mod state;
 
 use std::future::{Future, ready};
+use std::time::Duration;
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId, TargetState};
@@ -15,9 +16,12 @@ pub(crate) use state::State;
 /// A [`Store`] in memory: fast, and gone with the process.
 ///
 /// One mutex guards all state, including the rotation; each call takes it once, never runs
-/// user code under it, and finishes without awaiting (its futures are ready at once). Claims
-/// never lapse ([`Store::lease_ttl`] is `None`); after a runner closed, another runner over the
-/// same `Arc<MemoryStore>` picks up where it stopped.
+/// user code under it, and finishes without awaiting (its futures are ready at once). After a
+/// runner closed, another runner over the same `Arc<MemoryStore>` picks up where it stopped.
+///
+/// Claims never lapse by default ([`Store::lease_ttl`] is `None`): one process owns the
+/// memory. [`MemoryStore::with_lease`] makes claims lapse unless renewed, as a store shared by
+/// several processes must; it exercises the runner's heartbeat and fencing in tests.
 ///
 /// # Examples
 ///
@@ -39,6 +43,7 @@ pub(crate) use state::State;
 #[derive(Debug)]
 pub struct MemoryStore {
     state: Mutex<State>,
+    lease: Option<Duration>,
 }
 
 impl Default for MemoryStore {
@@ -52,7 +57,22 @@ impl MemoryStore {
     pub fn new() -> Self {
         Self {
             state: Mutex::new(State::default()),
+            lease: None,
         }
+    }
+
+    /// An empty store whose claims lapse unless renewed within `ttl`; a lapsed claim's target
+    /// is claimed again under a new fencing token, and the old holder can store nothing.
+    pub fn with_lease(ttl: Duration) -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+            lease: Some(ttl),
+        }
+    }
+
+    /// Claims taken back because their lease lapsed, since the store was made.
+    pub fn rescued(&self) -> u64 {
+        self.state.lock().rescued()
     }
 
     /// Live (queued or running) jobs now.
@@ -71,6 +91,10 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
+    fn lease_ttl(&self) -> Option<Duration> {
+        self.lease
+    }
+
     fn recover(&self, _now: Timestamp) -> impl Future<Output = Result<usize, StoreError>> + Send {
         ready(Ok(self.with(State::recover)))
     }
@@ -83,15 +107,15 @@ impl Store for MemoryStore {
         &self,
         now: Timestamp,
     ) -> impl Future<Output = Result<Option<Claim>, StoreError>> + Send {
-        ready(Ok(self.with(|s| s.claim(now))))
+        ready(Ok(self.with(|s| s.claim(now, self.lease))))
     }
 
     fn renew(
         &self,
         claim: &Claim,
-        _now: Timestamp,
+        now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        ready(Ok(self.with(|s| s.renew(claim))))
+        ready(Ok(self.with(|s| s.renew(claim, now, self.lease))))
     }
 
     fn complete(

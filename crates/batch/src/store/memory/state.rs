@@ -27,6 +27,9 @@
 //! 6. `live` counts the live jobs; `callers` maps each caller with a live job to it (at most
 //!    one per caller).
 //! 7. `bytes` is the sum of every job's `bytes` (its targets' JSON plus stored results).
+//! 8. `(until, id)` is in `leases` iff the job has a claim out and the store grants leases:
+//!    a claim not renewed by `until` is taken back at the next `claim` (a rescue) and its
+//!    token goes stale, so its holder can no longer store anything.
 //!
 //! # Locking
 //!
@@ -36,6 +39,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::SubmitError;
 use crate::job::{Caller, Job, JobId, JobStatus, TargetState};
@@ -55,6 +59,8 @@ struct Entry {
     next: usize,
     /// The token of the claim out, if any (invariant 3).
     in_flight: Option<u64>,
+    /// When the claim out lapses, if the store grants leases (invariant 8).
+    lease_until: Option<Timestamp>,
     busy_since: Option<Timestamp>,
     retry_at: Option<Timestamp>,
     /// The eviction key (invariant 5); bumped on touch and when the job ends.
@@ -73,6 +79,9 @@ pub(crate) struct State {
     /// The next scan starts at the first ready id at or above this.
     cursor: u64,
     finished: BTreeSet<(u64, u64)>,
+    leases: BTreeSet<(Timestamp, u64)>,
+    /// Claims taken back because their lease lapsed, since the store was made.
+    rescued: u64,
     live: usize,
     callers: HashMap<Caller, u64>,
     bytes: u64,
@@ -124,6 +133,7 @@ impl State {
                 targets,
                 next: 0,
                 in_flight: None,
+                lease_until: None,
                 busy_since: None,
                 retry_at: None,
                 touch,
@@ -142,7 +152,21 @@ impl State {
         })
     }
 
-    pub(crate) fn claim(&mut self, now: Timestamp) -> Option<Claim> {
+    pub(crate) fn rescued(&self) -> u64 {
+        self.rescued
+    }
+
+    /// Claims the next target; with `lease`, the claim lapses unless renewed within it.
+    pub(crate) fn claim(&mut self, now: Timestamp, lease: Option<Duration>) -> Option<Claim> {
+        while let Some(&(until, id)) = self.leases.first() {
+            if until > now {
+                break;
+            }
+            tracing::warn!(job = id, "claim lease lapsed; the target is claimed again");
+            self.rescued += 1;
+            self.end_claim(id, None);
+            self.check(id);
+        }
         while let Some(&(at, id)) = self.waiting.first() {
             if at > now {
                 break;
@@ -163,6 +187,11 @@ impl State {
         let token = self.next_token;
         let entry = self.jobs.get_mut(&id).expect("a ready job exists");
         entry.in_flight = Some(token);
+        if let Some(lease) = lease {
+            let until = now.saturating_add(lease);
+            entry.lease_until = Some(until);
+            self.leases.insert((until, id));
+        }
         if entry.status == JobStatus::Queued {
             entry.status = JobStatus::Running;
             entry.updated = now;
@@ -179,10 +208,19 @@ impl State {
         Some(claim)
     }
 
-    pub(crate) fn renew(&self, claim: &Claim) -> bool {
-        self.jobs
-            .get(&claim.job.get())
-            .is_some_and(|entry| current(entry, claim))
+    pub(crate) fn renew(&mut self, claim: &Claim, now: Timestamp, lease: Option<Duration>) -> bool {
+        let id = claim.job.get();
+        let Some(entry) = self.jobs.get_mut(&id).filter(|e| current(e, claim)) else {
+            return false;
+        };
+        if let (Some(lease), Some(old)) = (lease, entry.lease_until) {
+            let until = now.saturating_add(lease).max(old);
+            entry.lease_until = Some(until);
+            self.leases.remove(&(old, id));
+            self.leases.insert((until, id));
+        }
+        self.check(id);
+        true
     }
 
     /// Ends `id`'s claim; the job goes back to ready, to waiting (`retry_at`), or, if it is
@@ -192,6 +230,9 @@ impl State {
         let entry = self.jobs.get_mut(&id).expect("the job exists");
         entry.in_flight = None;
         entry.retry_at = retry_at;
+        if let Some(until) = entry.lease_until.take() {
+            self.leases.remove(&(until, id));
+        }
         if !entry.status.is_live() {
             entry.touch = touch;
             self.finished.insert((touch, id));
@@ -415,6 +456,14 @@ impl State {
                 "inv 5: {e:?}"
             );
             assert_eq!(self.callers.get(&e.caller) == Some(&id), live, "inv 6");
+            let leased = e
+                .lease_until
+                .is_some_and(|u| self.leases.contains(&(u, id)));
+            assert_eq!(leased, e.lease_until.is_some(), "inv 8");
+            assert!(
+                idle <= e.lease_until.is_none(),
+                "inv 8: a lease without a claim"
+            );
             let bytes: u64 = e.targets.iter().map(|t| t.len() as u64).sum::<u64>()
                 + e.results.iter().map(TargetState::stored_bytes).sum::<u64>();
             assert_eq!(bytes, e.bytes, "inv 7");

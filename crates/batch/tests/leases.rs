@@ -1,0 +1,122 @@
+//! Leased claims on the in-memory store: the runner's heartbeat keeps a slow fetch's claim,
+//! and a runner whose lease was taken stores nothing (fencing).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use batch::{
+    Caller, CancellationToken, Config, FetchError, JobStatus, MemoryStore, Runner, Store,
+    TargetState, Timestamp,
+};
+
+const TTL: Duration = Duration::from_millis(300);
+
+async fn wait_ended<F, S>(runner: &Runner<String, String, F, S>, id: batch::JobId, who: &Caller)
+where
+    F: batch::Fetch<String, String>,
+    S: Store,
+{
+    for _ in 0..100_000 {
+        if !runner.status(id, who).await.unwrap().status.is_live() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the job never ended");
+}
+
+#[tokio::test(start_paused = true)]
+async fn heartbeat_keeps_a_slow_fetch_from_being_fetched_twice() {
+    let store = Arc::new(MemoryStore::with_lease(TTL));
+    let calls = Arc::new(AtomicU32::new(0));
+    let fetch = {
+        let calls = Arc::clone(&calls);
+        move |_cancel: CancellationToken, _who: &Caller, target: &String| {
+            let (calls, target) = (Arc::clone(&calls), target.clone());
+            async move {
+                calls.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(TTL * 20).await; // twenty leases long
+                Ok::<_, FetchError>(target)
+            }
+        }
+    };
+    let config = Config::default().workers(4);
+    let runner = Runner::new(config, Arc::clone(&store), fetch)
+        .await
+        .unwrap();
+    let ann = Caller::new("ann");
+    let id = runner.submit(&ann, &["slow".to_string()]).await.unwrap();
+    wait_ended(&runner, id, &ann).await;
+    assert_eq!(
+        runner.status(id, &ann).await.unwrap().status,
+        JobStatus::Done
+    );
+    assert_eq!(calls.load(Ordering::Relaxed), 1, "fetched once");
+    assert_eq!(store.rescued(), 0);
+    runner.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_runner_that_lost_its_lease_stores_nothing() {
+    let store = Arc::new(MemoryStore::with_lease(TTL));
+    let seen_token: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
+    let fetch = {
+        let (store, seen_token) = (Arc::clone(&store), Arc::clone(&seen_token));
+        move |cancel: CancellationToken, _who: &Caller, target: &String| {
+            let (store, seen_token, target) = (store.clone(), seen_token.clone(), target.clone());
+            async move {
+                if target == "stolen" {
+                    *seen_token.lock().unwrap() = Some(cancel.clone());
+                    // This fetch stalls past its lease with no heartbeat in between…
+                    tokio::time::advance(TTL * 2).await;
+                    // …so another replica (played by this test) takes the target over, later
+                    // by any clock, and stores its own result under its new token.
+                    let later = Timestamp::from(SystemTime::now() + Duration::from_secs(3600));
+                    let rogue = store.claim(later).await.unwrap().expect("the lapsed claim");
+                    let stored = store
+                        .complete(
+                            &rogue,
+                            TargetState::Done {
+                                output_json: "\"rescuer\"".into(),
+                            },
+                            later,
+                        )
+                        .await
+                        .unwrap();
+                    assert!(matches!(stored, batch::store::Completion::Stored { .. }));
+                    // The next heartbeat finds the claim gone: the runner abandons this fetch.
+                    tokio::time::sleep(TTL * 10).await;
+                    unreachable!("the runner drops a fetch whose lease it lost");
+                }
+                Ok::<_, FetchError>(format!("got {target}"))
+            }
+        }
+    };
+    let runner = Runner::new(Config::default().workers(1), Arc::clone(&store), fetch)
+        .await
+        .unwrap();
+    let ann = Caller::new("ann");
+    let id = runner
+        .submit(&ann, &["stolen".to_string(), "next".to_string()])
+        .await
+        .unwrap();
+    wait_ended(&runner, id, &ann).await;
+    let job = runner.status(id, &ann).await.unwrap();
+    assert_eq!(job.status, JobStatus::Done);
+    assert_eq!(
+        job.targets[0].1.output::<String>().unwrap().unwrap(),
+        "rescuer"
+    );
+    assert_eq!(
+        job.targets[1].1.output::<String>().unwrap().unwrap(),
+        "got next"
+    );
+    assert_eq!(store.rescued(), 1);
+    let token = seen_token.lock().unwrap().clone().unwrap();
+    assert!(
+        token.is_cancelled(),
+        "the abandoned fetch's token is cancelled"
+    );
+    runner.close().await;
+}

@@ -27,7 +27,7 @@ where
 
 /// Spawns the job's task on the current Tokio runtime. Without one, the job ends at once with
 /// `Closed` (the finisher inside the dropped task sees to it).
-fn spawn<K, C, V, F, Fut>(shared: Arc<Shared<K, C, V>>, job_id: JobId, job: F)
+pub(crate) fn spawn<K, C, V, F, Fut>(shared: Arc<Shared<K, C, V>>, job_id: JobId, job: F)
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Hash + Eq + Clone + Send + Sync + 'static,

@@ -94,16 +94,17 @@ where
     ///    request counts in [`waiting`](Self::waiting)). Joining takes no slot and no queue
     ///    place, is allowed even if `caller` has another job in flight or the pool is closed,
     ///    and `job` is not called.
-    /// 2. **Closed.** After [`close`](Self::close), return [`Error::Closed`].
-    /// 3. **Caller.** If `caller` has a job in flight for another key, return
-    ///    [`Error::CallerBusy`] at once.
-    /// 4. **Slot.** If fewer than `slots` jobs run, start `job` now. Otherwise, if `queue`
+    /// 2. **Caller.** If `caller` has a job in flight for another key, return
+    ///    [`Error::CallerBusy`] at once. (Before this, a closed pool returns
+    ///    [`Error::Closed`].)
+    /// 3. **Slot.** If fewer than `slots` jobs run, start `job` now. Otherwise, if `queue`
     ///    jobs already wait, return [`Error::Busy`] at once. Otherwise wait in the queue until
     ///    a slot frees (then the job starts), or `wait` passes (then every waiter of the job
     ///    gets [`Error::Busy`] and `job` is never called).
-    ///
-    /// A started job runs in its own Tokio task until it ends, whoever still waits for it;
-    /// then its key is forgotten (no cache), and its output, cloned, reaches every waiter.
+    /// 4. **The job outlives its caller.** A started job runs in its own Tokio task until it
+    ///    ends, whoever still waits for it.
+    /// 5. **No cache.** When it ends its key is forgotten, and its output (or its panic),
+    ///    cloned, reaches every waiter.
     ///
     /// The first poll of the returned future applies the rules; nothing happens before.
     ///
@@ -149,48 +150,51 @@ where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = V> + Send + 'static,
     {
-        let (mailbox, outcome) = oneshot::channel();
         let wait = self.shared.wait;
         let table = &self.shared.table;
-        let admission = table.admit(key, caller, mailbox, job::launch(job), || {
-            Instant::now() + wait
-        });
-        // Each arm guards its registration before anything else can unwind.
-        match admission {
-            Admission::Joined {
-                waiter,
-                deadline,
-                unused,
-            } => {
-                let waiter = Waiter::new(table, waiter);
-                drop(unused);
-                waiter.wait(outcome, deadline).await
-            }
-            Admission::Started { waiter, launch } => {
+        let mut receiver = None;
+        let mut job = Some(job);
+        // Under the lock these closures only allocate and move: the receiver is stashed
+        // here, the user's closure is boxed only if the job has to wait in the queue.
+        let admission = table.admit(
+            key,
+            caller,
+            || {
+                let (mailbox, outcome) = oneshot::channel();
+                receiver = Some(outcome);
+                mailbox
+            },
+            || {
+                let job = job.take().expect("the closure is taken once");
+                (Instant::now() + wait, job::launch(job))
+            },
+        );
+        // Each arm guards its registration before anything else can unwind or await.
+        let (waiter, deadline) = match admission {
+            Admission::Joined { waiter, deadline } => (Waiter::new(table, waiter), deadline),
+            Admission::Started { waiter } => {
                 let job_id = waiter.job;
                 let waiter = Waiter::new(table, waiter);
-                launch(Arc::clone(&self.shared), job_id);
-                waiter.wait(outcome, None).await
+                let job = job.take().expect("a started job's closure was not queued");
+                job::spawn(Arc::clone(&self.shared), job_id, job);
+                (waiter, None)
             }
             Admission::Queued { waiter, deadline } => {
                 tracing::debug!("every slot is taken: the job is queued");
-                Waiter::new(table, waiter)
-                    .wait(outcome, Some(deadline))
-                    .await
+                (Waiter::new(table, waiter), Some(deadline))
             }
-            Admission::Refused {
-                reason,
-                unused_waiter,
-                unused,
-            } => {
-                drop((unused_waiter, unused));
-                Err(match reason {
+            Admission::Refused(reason) => {
+                return Err(match reason {
                     Refusal::Busy => Error::Busy,
                     Refusal::CallerBusy => Error::CallerBusy,
                     Refusal::Closed => Error::Closed,
-                })
+                });
             }
-        }
+        };
+        // A closure not needed (joined) is dropped here, outside the lock and the guard.
+        drop(job);
+        let outcome = receiver.expect("a registered waiter has a receiver");
+        waiter.wait(outcome, deadline).await
     }
 
     /// Waits for the job in flight for `key`, without being able to start one: `None` if no

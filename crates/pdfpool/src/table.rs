@@ -53,7 +53,7 @@
 //! values from being reached twice.
 
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
 use crate::slab::Slab;
@@ -85,27 +85,23 @@ pub(crate) enum Refusal {
     Closed,
 }
 
-/// What `admit` decided. The values it did not keep come back, to be dropped or used after
-/// the lock is released.
+/// What `admit` decided. Nothing of the request's closure is kept unless the job was
+/// queued, so a join, a refusal or an immediate start allocates no launch.
 #[derive(Debug)]
-pub(crate) enum Admission<D, W, L> {
+pub(crate) enum Admission<D> {
     /// Rule 1: a job for the key was in flight; the mailbox waits on it. `deadline` is the
-    /// job's if it is still queued. The launch was not needed.
+    /// job's if it is still queued.
     Joined {
         waiter: WaiterId,
         deadline: Option<D>,
-        unused: L,
     },
-    /// Rule 3: a slot was free; the job is `Running` and the caller must call `launch` now.
-    Started { waiter: WaiterId, launch: L },
-    /// Rule 3: the job waits in the queue until `deadline`.
+    /// Rule 3: a slot was free; the job is `Running` and the caller must start it now (the
+    /// table holds no launch for it).
+    Started { waiter: WaiterId },
+    /// Rule 3: the job waits in the queue until `deadline`, with its launch.
     Queued { waiter: WaiterId, deadline: D },
     /// Rule 2, rule 3 or close: nothing was recorded.
-    Refused {
-        reason: Refusal,
-        unused_waiter: W,
-        unused: L,
-    },
+    Refused(Refusal),
 }
 
 /// A job taken out of the table before it ran (expired, abandoned or closed): its waiters are
@@ -157,7 +153,8 @@ struct State<K, C, D, W, L> {
     next_serial: u64,
     jobs: Slab<Job<K, C, D, W, L>>,
     by_key: HashMap<K, JobId>,
-    callers: HashSet<C>,
+    /// Each owner of a live job, with that job.
+    callers: HashMap<C, JobId>,
     queue: VecDeque<JobId>,
 }
 
@@ -185,87 +182,85 @@ where
                 next_serial: 0,
                 jobs: Slab::default(),
                 by_key: HashMap::new(),
-                callers: HashSet::new(),
+                callers: HashMap::new(),
                 queue: VecDeque::new(),
             }),
         }
     }
 
-    /// Applies rules 1 to 3 (and close) to a request for `key` by `caller`. `deadline` is
-    /// called, under the lock, only if the job is queued.
+    /// Applies rules 1 to 3 (and close) to a request for `key` by `caller`.
+    ///
+    /// `mailbox` is called, under the lock, only if the request waits for a job (joined,
+    /// started or queued); `queue` only if the job is queued, to take the deadline and the
+    /// launch. Neither runs user code: they allocate and move values.
     pub(crate) fn admit(
         &self,
         key: K,
         caller: C,
-        mailbox: W,
-        launch: L,
-        deadline: impl FnOnce() -> D,
-    ) -> Admission<D, W, L> {
-        let mut state = self.state.lock();
-        let state = &mut *state;
-        // Rule 1: join the job in flight for this key.
-        if let Some(&job_id) = state.by_key.get(&key) {
-            let job = state.job_mut(job_id);
-            let slot = job.waiters.insert(mailbox);
-            let deadline = match &job.phase {
-                Phase::Queued { deadline, .. } => Some(*deadline),
-                Phase::Running => None,
-            };
-            state.check();
-            return Admission::Joined {
-                waiter: WaiterId { job: job_id, slot },
-                deadline,
-                unused: launch,
-            };
-        }
-        let refusal = if state.closed {
-            Some(Refusal::Closed)
-        } else if state.callers.contains(&caller) {
-            // Rule 2: the caller's job is for another key (rule 1 caught this key).
-            Some(Refusal::CallerBusy)
-        } else if state.running >= state.slots && state.queue.len() >= state.queue_limit {
-            // Rule 3: no slot and no queue place.
-            Some(Refusal::Busy)
-        } else {
-            None
-        };
-        if let Some(reason) = refusal {
-            return Admission::Refused {
-                reason,
-                unused_waiter: mailbox,
-                unused: launch,
-            };
-        }
-        let start = state.running < state.slots;
-        let (phase, launch, deadline) = if start {
-            state.running += 1;
-            (Phase::Running, Some(launch), None)
-        } else {
-            let deadline = deadline();
-            (Phase::Queued { deadline, launch }, None, Some(deadline))
-        };
-        let serial = state.next_serial;
-        state.next_serial += 1;
-        let mut waiters = Slab::default();
-        let slot = waiters.insert(mailbox);
-        state.callers.insert(caller.clone());
-        let index = state.jobs.insert(Job {
-            serial,
-            key: key.clone(),
-            owner: caller,
-            phase,
-            waiters,
-        });
-        let job_id = JobId { index, serial };
-        state.by_key.insert(key, job_id);
-        let waiter = WaiterId { job: job_id, slot };
-        let admission = match (launch, deadline) {
-            (Some(launch), _) => Admission::Started { waiter, launch },
-            (None, Some(deadline)) => {
-                state.queue.push_back(job_id);
-                Admission::Queued { waiter, deadline }
+        mailbox: impl FnOnce() -> W,
+        queue: impl FnOnce() -> (D, L),
+    ) -> Admission<D> {
+        let mut guard = self.state.lock();
+        let state = &mut *guard;
+        let admission = match state.by_key.entry(key) {
+            // Rule 1: join the job in flight for this key.
+            Entry::Occupied(entry) => {
+                let job_id = *entry.get();
+                let job = state
+                    .jobs
+                    .get_mut(job_id.index)
+                    .expect("by_key names live jobs (invariant 4)");
+                let slot = job.waiters.insert(mailbox());
+                let deadline = match &job.phase {
+                    Phase::Queued { deadline, .. } => Some(*deadline),
+                    Phase::Running => None,
+                };
+                Admission::Joined {
+                    waiter: WaiterId { job: job_id, slot },
+                    deadline,
+                }
             }
-            (None, None) => unreachable!("a job is either started or queued"),
+            Entry::Vacant(_) if state.closed => return Admission::Refused(Refusal::Closed),
+            Entry::Vacant(vacant_key) => {
+                // Rule 2: the caller's job is for another key (rule 1 caught this key).
+                let Entry::Vacant(vacant_caller) = state.callers.entry(caller) else {
+                    return Admission::Refused(Refusal::CallerBusy);
+                };
+                let start = state.running < state.slots;
+                if !start && state.queue.len() >= state.queue_limit {
+                    // Rule 3: no slot and no queue place.
+                    return Admission::Refused(Refusal::Busy);
+                }
+                let serial = state.next_serial;
+                state.next_serial += 1;
+                let (phase, deadline) = if start {
+                    state.running += 1;
+                    (Phase::Running, None)
+                } else {
+                    let (deadline, launch) = queue();
+                    (Phase::Queued { deadline, launch }, Some(deadline))
+                };
+                let mut waiters = Slab::default();
+                let slot = waiters.insert(mailbox());
+                let index = state.jobs.insert(Job {
+                    serial,
+                    key: vacant_key.key().clone(),
+                    owner: vacant_caller.key().clone(),
+                    phase,
+                    waiters,
+                });
+                let job_id = JobId { index, serial };
+                vacant_key.insert(job_id);
+                vacant_caller.insert(job_id);
+                let waiter = WaiterId { job: job_id, slot };
+                match deadline {
+                    None => Admission::Started { waiter },
+                    Some(deadline) => {
+                        state.queue.push_back(job_id);
+                        Admission::Queued { waiter, deadline }
+                    }
+                }
+            }
         };
         state.check();
         admission
@@ -402,7 +397,7 @@ where
     /// Whether `caller` owns a job in flight.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn is_caller_busy(&self, caller: &C) -> bool {
-        self.state.lock().callers.contains(caller)
+        self.state.lock().callers.contains_key(caller)
     }
 
     /// Whether the table holds nothing at all (no job, key, caller or queue entry).
@@ -457,7 +452,7 @@ where
             _ => debug_assert!(false, "by_key lost a live job"),
         }
         let owned = self.callers.remove(&job.owner);
-        debug_assert!(owned, "callers lost a live job's owner");
+        debug_assert_eq!(owned, Some(job_id), "callers lost a live job's owner");
         job
     }
 
@@ -513,7 +508,7 @@ where
         for (key, &job_id) in &self.by_key {
             let job = self.job(job_id);
             assert!(job.key == *key, "invariant 4: key maps to its job");
-            assert!(self.callers.contains(&job.owner), "invariant 5");
+            assert_eq!(self.callers.get(&job.owner), Some(&job_id), "invariant 5");
         }
         assert!(!self.closed || self.queue.is_empty(), "invariant 7");
     }

@@ -50,14 +50,13 @@ fn loom_leave_races_finish() {
         let table = Arc::new(ModelTable::new(1, 1));
         let starter_box = Mailbox::default();
         let launch = Launch::default();
-        let Admission::Started {
-            waiter: starter,
-            launch: started,
-        } = table.admit(1, 10, starter_box.clone(), launch.clone(), || 0)
+        let Admission::Started { waiter: starter } =
+            table.admit(1, 10, || starter_box.clone(), || (0, launch.clone()))
         else {
             panic!("a free slot starts the job");
         };
-        started.take();
+        // Started: the caller holds the closure and launches it itself.
+        launch.clone().take();
 
         let joiner_box = Mailbox::default();
         let joiner = {
@@ -104,20 +103,18 @@ fn loom_queued_job_leave_races_promotion_and_expiry() {
     loom::model(|| {
         let table = Arc::new(ModelTable::new(1, 1));
         let first_launch = Launch::default();
-        let Admission::Started {
-            waiter: first,
-            launch,
-        } = table.admit(1, 10, Mailbox::default(), first_launch.clone(), || 0)
+        let Admission::Started { waiter: first } =
+            table.admit(1, 10, Mailbox::default, || (0, first_launch.clone()))
         else {
             panic!("a free slot starts the job");
         };
-        launch.take();
+        first_launch.clone().take();
         let queued_box = Mailbox::default();
         let queued_launch = Launch::default();
         let Admission::Queued {
             waiter: queued,
             deadline,
-        } = table.admit(2, 20, queued_box.clone(), queued_launch.clone(), || 7)
+        } = table.admit(2, 20, || queued_box.clone(), || (7, queued_launch.clone()))
         else {
             panic!("a full slot queues the job");
         };
@@ -182,16 +179,13 @@ fn loom_concurrent_admissions_share_one_job_per_key() {
             let table = Arc::clone(&table);
             thread::spawn(move || {
                 let admission =
-                    table.admit(key, caller, Mailbox::default(), Launch::default(), || 0);
+                    table.admit(key, caller, Mailbox::default, || (0, Launch::default()));
                 assert!(table.running() <= 2, "slot limit");
                 match admission {
-                    Admission::Started { waiter, launch } => {
-                        launch.take();
-                        Some((key, waiter.job))
-                    }
+                    Admission::Started { waiter } => Some((key, waiter.job)),
                     Admission::Joined { .. } => None,
                     Admission::Queued { .. } => panic!("the queue holds nothing"),
-                    Admission::Refused { reason, .. } => {
+                    Admission::Refused(reason) => {
                         // alice owns the job of her other key.
                         assert_eq!((caller, reason), (10, Refusal::CallerBusy));
                         None

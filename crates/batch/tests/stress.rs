@@ -145,7 +145,7 @@ async fn many_jobs_random_cancels_invariants_hold() {
         0,
         "a job ran two targets at once"
     );
-    let order = seen.order.lock().unwrap();
+    let order = seen.order.lock().unwrap().clone();
     for (job, (id, who)) in ids.iter().enumerate() {
         let snapshot = runner.status(*id, who).await.unwrap();
         let fetched = order.get(&job).cloned().unwrap_or_default();

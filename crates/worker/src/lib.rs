@@ -1,1 +1,19 @@
 #![doc = include_str!("../README.md")]
+
+mod builder;
+mod core;
+mod error;
+mod handle;
+mod pool;
+mod sync;
+
+#[cfg(test)]
+mod tests;
+
+pub use builder::{Builder, DEFAULT_SUBMIT_BUFFER};
+pub use error::{
+    BuildError, CloseError, JoinError, SubmitError, SubmitTimeoutError, TrySubmitError,
+};
+pub use handle::TaskHandle;
+pub use panicguard::Panic;
+pub use pool::Pool;

@@ -1,0 +1,2 @@
+//! Throughput benches (placeholder until the peers land).
+fn main() {}

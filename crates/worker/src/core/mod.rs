@@ -1,0 +1,504 @@
+//! The pool core: one `Mutex<State>` with three condvars, owning every rule of the pool.
+//!
+//! The grow / shrink / exit protocol, step by step with the race each step prevents, is in
+//! `docs/worker.md` at the workspace root; this block is the reference for the code.
+//!
+//! # States of a worker
+//!
+//! ```text
+//!            spawn reserved (workers += 1)
+//!                 │
+//!                 ▼
+//!   ┌──────── Starting ─────────────┐  pops the queue head, or finds it empty
+//!   │                               ▼
+//!   │     ┌──── Running ◄───── (pop: queue non-empty) ◄───┐
+//!   │     │ task done                                      │
+//!   │     ▼                                                │
+//!   │   queue empty? ── no ────────────────────────────────┘
+//!   │     │ yes
+//!   │     ├─ closing, or (workers > min and idle > min/2) ──► Exited
+//!   │     ▼
+//!   └──► Idle ── claimed by a submitter (idle -= 1, wakeups += 1) ──► Claimed ──► pop
+//!         ├── closing ───────────────────────────────────────────────► (pop or Exited)
+//!         └── keep_alive elapsed and workers > min ──────────────────► Exited
+//! ```
+//!
+//! `starting = workers - idle - wakeups - running` counts Starting workers (their thread is
+//! being created or has not taken the lock yet) and Claimed-but-not-yet-popped ones are
+//! `wakeups`. A worker whose task panicked is still Running until it re-takes the lock: the
+//! panic was caught. A worker thread that dies outside a task leaves through
+//! [`worker::DeathGuard`], which undoes its counts and starts a replacement if tasks wait.
+//!
+//! # Invariants (checked by `State::check` after every transition)
+//!
+//! 1. `idle + wakeups + running <= workers <= max`: every counted state is a live worker,
+//!    and the pool never holds more than `max` (why: rule 1's bound).
+//! 2. `queue.len() + running <= max + capacity` where `capacity = max/2 + submit_buffer`:
+//!    the accepted, unfinished tasks. With `running == max` this is exactly rule 2's
+//!    "`max/2 + submit_buffer` further tasks". Acceptance checks it; a pop moves a task from
+//!    `queue` to `running` and keeps the sum, so only a finished task makes room.
+//! 3. `idle == 0 || queue.len() <= wakeups + starting`: a queued task never waits while a
+//!    worker sleeps unclaimed (why: otherwise a task could sit forever beside a sleeping
+//!    worker). A push claims an idle worker in the same critical section, and a worker only
+//!    becomes idle after seeing the queue empty.
+//! 4. `spawning` equals the number of thread slots without a handle: a spawn is reserved
+//!    (counted in `workers`, with a slot) before the lock is dropped, so two submitters
+//!    seeing `workers < max` at once cannot both exceed `max`; its outcome is recorded under
+//!    the lock again. The new worker may run, and even exit, before that, so `close` waits
+//!    for `spawning == 0` as well as `workers == 0` (why: else it could miss a thread to
+//!    join, and that thread would outlive `close`).
+//! 5. once `closing` is set, nothing is pushed again: acceptance checks `closing` under the
+//!    lock, so every task is either rejected with `Closed` or queued before `close` starts
+//!    waiting, and workers only exit while closing once the queue is empty.
+//!
+//! # Locks
+//!
+//! [`Shared::state`] guards everything above; it is the only lock (the join slot of
+//! [`crate::TaskHandle`] has its own, never taken while this one is held). Condvars, all
+//! paired with `state`:
+//! - `work`: idle workers wait here; a submitter that claims one calls `notify_one`.
+//! - `room`: submitters blocked on a full pool; a finished task notifies one when
+//!   `blocked_submitters > 0`; closing notifies all.
+//! - `done`: closers, woken when the last worker leaves or a join round finishes.
+//!
+//! # After the lock is dropped
+//!
+//! Tasks run, threads are spawned and joined, `tracing` logs, and condvars are notified only
+//! outside the lock (a notification that needs a decision made under the lock is recorded
+//! there first, as the `wakeups` token). Nothing outside the lock reads `State`.
+
+mod spawn;
+mod worker;
+
+#[cfg(all(test, not(loom)))]
+mod model;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::sync::{
+    Arc, Condvar, Mutex, MutexGuard, lock, thread, thread_local, wait, wait_timeout,
+};
+
+/// A task as the queue stores it: boxed once, outside the lock.
+pub(crate) type Task = Box<dyn Runnable>;
+
+/// A boxed `FnOnce` that can also be handed back to its submitter as the type it came in.
+pub(crate) trait Runnable: Send + 'static {
+    /// Runs the task.
+    fn run(self: Box<Self>);
+    /// Turns the box into `Any`, so a rejected task goes back as the caller's own type.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send>;
+}
+
+impl<F: FnOnce() + Send + 'static> Runnable for F {
+    fn run(self: Box<Self>) {
+        (*self)()
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
+thread_local! {
+    /// The identity ([`Shared::id`]) of the pool whose worker this thread is, or 0.
+    // loom's `thread_local!` has no `const { }` form, and the shim must accept both.
+    #[allow(clippy::missing_const_for_thread_local)]
+    static CURRENT_POOL: std::cell::Cell<usize> = std::cell::Cell::new(0);
+}
+
+/// The fixed settings of one pool.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) min: usize,
+    pub(crate) max: usize,
+    /// Waiting places beyond the workers: `max / 2 + submit_buffer`.
+    pub(crate) capacity: usize,
+    pub(crate) keep_alive: Option<Duration>,
+    pub(crate) thread_name: String,
+}
+
+/// How long a submitter may wait for room.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Wait {
+    No,
+    Forever,
+    Until(Instant),
+}
+
+/// Why a task was handed back; the facade turns this into its public error types.
+pub(crate) enum Rejected {
+    Full(Task),
+    Closed(Task),
+    Timeout(Task),
+}
+
+/// A worker thread, from its reservation until it is joined.
+struct ThreadSlot {
+    id: usize,
+    handle: Option<thread::JoinHandle<()>>,
+    exited: bool,
+}
+
+/// Everything `Shared::state` guards; see the module docs for the invariants.
+struct State {
+    queue: VecDeque<Task>,
+    workers: usize,
+    idle: usize,
+    wakeups: usize,
+    running: usize,
+    spawning: usize,
+    closing: bool,
+    blocked_submitters: usize,
+    joining: usize,
+    finished: u64,
+    next_worker_id: usize,
+    threads: Vec<ThreadSlot>,
+}
+
+impl State {
+    fn starting(&self) -> usize {
+        self.workers - self.idle - self.wakeups - self.running
+    }
+
+    /// Asserts the numbered invariants (debug builds only).
+    fn check(&self, config: &Config) {
+        debug_assert!(
+            self.idle + self.wakeups + self.running <= self.workers,
+            "inv 1: counted states exceed workers"
+        );
+        debug_assert!(self.workers <= config.max, "inv 1: more than max workers");
+        debug_assert!(
+            self.queue.len() + self.running <= config.max + config.capacity,
+            "inv 2: more unfinished tasks than the capacity rule allows"
+        );
+        debug_assert!(
+            self.idle == 0 || self.queue.len() <= self.wakeups + self.starting(),
+            "inv 3: a task waits beside an unclaimed idle worker"
+        );
+        debug_assert_eq!(
+            self.threads
+                .iter()
+                .filter(|slot| slot.handle.is_none())
+                .count(),
+            self.spawning,
+            "inv 4: the spawns in flight are exactly the slots without a handle"
+        );
+    }
+
+    /// Reserves a new worker: counts it and records its slot; the caller spawns it.
+    fn reserve_worker(&mut self) -> usize {
+        let id = self.next_worker_id;
+        self.next_worker_id += 1;
+        self.workers += 1;
+        self.spawning += 1;
+        self.threads.push(ThreadSlot {
+            id,
+            handle: None,
+            exited: false,
+        });
+        id
+    }
+
+    /// Takes the handles of exited workers, to be joined outside the lock.
+    fn take_exited(&mut self) -> Vec<thread::JoinHandle<()>> {
+        let mut reaped = Vec::new();
+        self.threads.retain_mut(|slot| {
+            if slot.exited
+                && let Some(handle) = slot.handle.take()
+            {
+                reaped.push(handle);
+                return false;
+            }
+            true
+        });
+        reaped
+    }
+
+    fn counters(&self) -> Counters {
+        Counters {
+            workers: self.workers,
+            idle: self.idle,
+            wakeups: self.wakeups,
+            running: self.running,
+            queued: self.queue.len(),
+            spawning: self.spawning,
+            blocked_submitters: self.blocked_submitters,
+            finished: self.finished,
+            closing: self.closing,
+        }
+    }
+
+    /// `close` may finish waiting: no worker is left or about to start.
+    fn drained(&self) -> bool {
+        self.workers == 0 && self.spawning == 0
+    }
+}
+
+/// A point-in-time copy of the counters, for the facade and for tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Counters {
+    pub(crate) workers: usize,
+    pub(crate) idle: usize,
+    pub(crate) wakeups: usize,
+    pub(crate) running: usize,
+    pub(crate) queued: usize,
+    pub(crate) spawning: usize,
+    pub(crate) blocked_submitters: usize,
+    pub(crate) finished: u64,
+    pub(crate) closing: bool,
+}
+
+impl Counters {
+    /// Every worker is Idle or Running, no spawn or wakeup is in flight, and a queued task
+    /// means every worker is busy: the pool will not change until a task finishes or
+    /// someone calls it.
+    #[cfg(test)]
+    pub(crate) fn quiescent(&self) -> bool {
+        self.spawning == 0
+            && self.wakeups == 0
+            && self.workers == self.idle + self.running
+            && (self.queued == 0 || self.idle == 0)
+    }
+}
+
+/// The state shared by the facade and every worker thread.
+pub(crate) struct Shared {
+    config: Config,
+    state: Mutex<State>,
+    work: Condvar,
+    room: Condvar,
+    done: Condvar,
+    /// Notified after every transition, so tests can wait for a state without sleeping.
+    #[cfg(test)]
+    observe: Condvar,
+    /// Test hook: how many upcoming thread spawns to refuse, as if the OS had.
+    #[cfg(test)]
+    pub(crate) refuse_spawns: crate::sync::AtomicUsize,
+}
+
+impl Shared {
+    /// Creates the core and starts `min` workers.
+    pub(crate) fn start(config: Config) -> Arc<Self> {
+        let shared = Self::unstarted(config);
+        Self::launch(&shared);
+        shared
+    }
+
+    /// The core with no worker yet (tests set hooks before [`Shared::launch`]).
+    pub(crate) fn unstarted(config: Config) -> Arc<Self> {
+        Arc::new(Self::new(config))
+    }
+
+    /// Starts the `min` workers (rule 1).
+    pub(crate) fn launch(shared: &Arc<Self>) {
+        let ids: Vec<usize> = {
+            let mut state = lock(&shared.state);
+            let ids = (0..shared.config.min)
+                .map(|_| state.reserve_worker())
+                .collect();
+            // Counted idle from now on, so a submit right after `build` claims one of them
+            // instead of starting yet another worker.
+            state.idle += shared.config.min;
+            state.check(&shared.config);
+            ids
+        };
+        for id in ids {
+            spawn::spawn_worker(shared, id, spawn::Role::Idle, spawn::Reap::Yes);
+        }
+    }
+
+    fn new(config: Config) -> Self {
+        Self {
+            state: Mutex::new(State {
+                queue: VecDeque::with_capacity(config.capacity.min(1024)),
+                workers: 0,
+                idle: 0,
+                wakeups: 0,
+                running: 0,
+                spawning: 0,
+                closing: false,
+                blocked_submitters: 0,
+                joining: 0,
+                finished: 0,
+                next_worker_id: 0,
+                threads: Vec::new(),
+            }),
+            config,
+            work: Condvar::new(),
+            room: Condvar::new(),
+            done: Condvar::new(),
+            #[cfg(test)]
+            observe: Condvar::new(),
+            #[cfg(test)]
+            refuse_spawns: crate::sync::AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// This pool's identity while it lives: the address of its shared state.
+    fn id(&self) -> usize {
+        std::ptr::from_ref(self).addr()
+    }
+
+    /// True on a worker thread of this pool.
+    pub(crate) fn on_own_worker(&self) -> bool {
+        CURRENT_POOL.with(|current| current.get() == self.id())
+    }
+
+    /// Tells test observers that the state changed (no-op outside tests).
+    fn changed(&self) {
+        #[cfg(test)]
+        self.observe.notify_all();
+    }
+
+    fn unlock_checked(&self, state: MutexGuard<'_, State>) {
+        state.check(&self.config);
+        drop(state);
+        self.changed();
+    }
+
+    /// Accepts `task` if the capacity rule allows, waiting for room as `wait` says.
+    ///
+    /// On acceptance the task is queued and, in the same critical section, either an idle
+    /// worker is claimed or a new worker is reserved (rule 1).
+    pub(crate) fn submit(this: &Arc<Self>, task: Task, wait: Wait) -> Result<(), Rejected> {
+        let limit = this.config.max + this.config.capacity;
+        let mut state = lock(&this.state);
+        loop {
+            if state.closing {
+                return Err(Rejected::Closed(task));
+            }
+            if state.queue.len() + state.running < limit {
+                break;
+            }
+            match wait {
+                Wait::No => return Err(Rejected::Full(task)),
+                Wait::Forever => {
+                    state.blocked_submitters += 1;
+                    this.changed();
+                    state = crate::sync::wait(&this.room, state);
+                    state.blocked_submitters -= 1;
+                }
+                Wait::Until(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Err(Rejected::Timeout(task));
+                    }
+                    state.blocked_submitters += 1;
+                    this.changed();
+                    state = wait_timeout(&this.room, state, deadline - now).0;
+                    state.blocked_submitters -= 1;
+                }
+            }
+        }
+        state.queue.push_back(task);
+        if state.idle > 0 {
+            state.idle -= 1;
+            state.wakeups += 1;
+            this.unlock_checked(state);
+            this.work.notify_one();
+        } else if state.workers < this.config.max {
+            let id = state.reserve_worker();
+            this.unlock_checked(state);
+            spawn::spawn_worker(this, id, spawn::Role::Pop, spawn::Reap::Yes);
+        } else {
+            this.unlock_checked(state);
+        }
+        Ok(())
+    }
+
+    /// Stops intake and waits until every accepted task has run and every worker thread
+    /// has been joined. The caller has checked it is not one of this pool's workers.
+    pub(crate) fn close(&self) {
+        let mut state = lock(&self.state);
+        if !state.closing {
+            state.closing = true;
+            self.work.notify_all();
+            self.room.notify_all();
+            self.changed();
+        }
+        loop {
+            if !state.drained() {
+                state = wait(&self.done, state);
+                continue;
+            }
+            if let Some(task) = state.queue.pop_front() {
+                // No worker is left to run it (the OS refused them all): the closing thread
+                // stands in as a worker for it, so nothing accepted is lost.
+                state.workers += 1;
+                state.running += 1;
+                self.unlock_checked(state);
+                worker::run_task(task);
+                state = lock(&self.state);
+                state.running -= 1;
+                state.workers -= 1;
+                state.finished += 1;
+                continue;
+            }
+            let handles: Vec<_> = state
+                .threads
+                .drain(..)
+                .filter_map(|slot| slot.handle)
+                .collect();
+            if handles.is_empty() {
+                if state.joining == 0 {
+                    return;
+                }
+                state = wait(&self.done, state);
+                continue;
+            }
+            state.joining += 1;
+            drop(state);
+            join_all(handles);
+            state = lock(&self.state);
+            state.joining -= 1;
+            self.done.notify_all();
+        }
+    }
+
+    /// Begins closing without waiting (for a `Drop` on one of the pool's own workers).
+    pub(crate) fn begin_close(&self) {
+        let mut state = lock(&self.state);
+        if !state.closing {
+            state.closing = true;
+            self.work.notify_all();
+            self.room.notify_all();
+        }
+        drop(state);
+        self.changed();
+    }
+
+    pub(crate) fn counters(&self) -> Counters {
+        lock(&self.state).counters()
+    }
+
+    /// Test hook: blocks until `pred` holds for the counters. Panics after 30 s so a broken
+    /// rule fails the test instead of hanging it; this is a safety net, not a timing check.
+    #[cfg(test)]
+    pub(crate) fn wait_until(&self, what: &str, pred: impl Fn(&Counters) -> bool) -> Counters {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut state = lock(&self.state);
+        loop {
+            let counters = state.counters();
+            if pred(&counters) {
+                return counters;
+            }
+            let now = Instant::now();
+            assert!(now < deadline, "pool never reached `{what}`: {counters:?}");
+            state = wait_timeout(&self.observe, state, deadline - now).0;
+        }
+    }
+}
+
+/// Joins worker threads that have left their loop. A worker never panics out of its loop
+/// except through `DeathGuard`, which already logged it, so the join result carries nothing.
+fn join_all(handles: Vec<thread::JoinHandle<()>>) {
+    for handle in handles {
+        let _ = handle.join();
+    }
+}

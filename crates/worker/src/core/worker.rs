@@ -1,0 +1,165 @@
+//! The body of a worker thread: take the queue head, run it outside the lock, and after each
+//! task decide, under the same lock that records the finish, whether to take the next one,
+//! exit (rule 3) or go idle.
+
+use super::spawn::{Reap, Role, spawn_worker};
+use super::{CURRENT_POOL, Shared, State, Task};
+use crate::sync::{Arc, MutexGuard, lock, wait, wait_timeout};
+
+/// Runs one task, turning its panic into a log line (rule 4): the worker goes on.
+pub(crate) fn run_task(task: Task) {
+    if let Err(panic) = panicguard::catch(|| task.run()) {
+        tracing::error!(
+            message = panic.message(),
+            "a pool task panicked; its worker goes on"
+        );
+    }
+}
+
+/// The worker loop. Returns when the worker exits by the rules; unwinds only if something
+/// outside a task panicked, and then [`DeathGuard`] repairs the counts.
+pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
+    CURRENT_POOL.with(|current| current.set(shared.id()));
+    let mut guard = DeathGuard {
+        shared: &shared,
+        id,
+        in_task: false,
+        armed: true,
+    };
+    let min = shared.config.min;
+    let mut state = lock(&shared.state);
+    if role == Role::Idle {
+        let (next, exit) = idle_wait(&shared, state, Counted::Already);
+        state = next;
+        if exit {
+            guard.armed = false;
+            leave(&shared, state, id);
+            return;
+        }
+    }
+    loop {
+        if let Some(task) = state.queue.pop_front() {
+            state.running += 1;
+            shared.unlock_checked(state);
+            guard.in_task = true;
+            run_task(task);
+            guard.in_task = false;
+            state = lock(&shared.state);
+            finish_task(&shared, &mut state);
+            continue;
+        }
+        if state.closing {
+            break;
+        }
+        // Rule 3, checked whenever a worker finds nothing to do: after its task finished,
+        // and also when the task it was started or woken for was taken first by a worker
+        // that finished (else that spare worker would idle beyond the rule). It is not
+        // counted idle yet, so `idle` is the *other* idle workers.
+        if state.workers > min && state.idle > min / 2 {
+            break;
+        }
+        let (next, exit) = idle_wait(&shared, state, Counted::No);
+        state = next;
+        if exit {
+            break;
+        }
+    }
+    guard.armed = false;
+    leave(&shared, state, id);
+}
+
+/// Records a finished task and hands its room to one blocked submitter.
+fn finish_task(shared: &Shared, state: &mut MutexGuard<'_, State>) {
+    state.running -= 1;
+    state.finished += 1;
+    if state.blocked_submitters > 0 {
+        shared.room.notify_one();
+    }
+}
+
+/// Waits as an idle worker until claimed, closing, or (with `keep_alive`) idle too long.
+/// Returns the guard and whether to exit; on return the worker is no longer counted idle.
+fn idle_wait<'a>(
+    shared: &'a Shared,
+    mut state: MutexGuard<'a, State>,
+    counted: Counted,
+) -> (MutexGuard<'a, State>, bool) {
+    if counted == Counted::No {
+        state.idle += 1;
+        state.check(&shared.config);
+        shared.changed();
+    }
+    let mut timed_out = false;
+    loop {
+        // A claim wins over closing and over the timeout: the claimer counted on us.
+        if state.wakeups > 0 {
+            state.wakeups -= 1;
+            return (state, false);
+        }
+        if state.closing {
+            state.idle -= 1;
+            return (state, false);
+        }
+        if timed_out && state.workers > shared.config.min {
+            state.idle -= 1;
+            return (state, true);
+        }
+        match shared.config.keep_alive {
+            None => state = wait(&shared.work, state),
+            Some(keep_alive) => (state, timed_out) = wait_timeout(&shared.work, state, keep_alive),
+        }
+    }
+}
+
+/// Whether a worker entering [`idle_wait`] is already counted in `idle`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Counted {
+    Already,
+    No,
+}
+
+/// Leaves the pool: uncounts the worker and marks its thread joinable.
+fn leave(shared: &Shared, mut state: MutexGuard<'_, State>, id: usize) {
+    state.workers -= 1;
+    if let Some(slot) = state.threads.iter_mut().find(|slot| slot.id == id) {
+        slot.exited = true;
+    }
+    let last_out = state.closing && state.drained();
+    shared.unlock_checked(state);
+    if last_out {
+        shared.done.notify_all();
+    }
+}
+
+/// Repairs the counts if the worker loop unwinds (a panic outside a task, e.g. a panic
+/// payload whose `Drop` panics), and starts a replacement when tasks are queued (rule 4).
+struct DeathGuard<'a> {
+    shared: &'a Arc<Shared>,
+    id: usize,
+    /// The panic came from inside `run_task`: the task was consumed and counts as finished.
+    in_task: bool,
+    armed: bool,
+}
+
+impl Drop for DeathGuard<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let shared = self.shared;
+        let mut state = lock(&shared.state);
+        if self.in_task {
+            finish_task(shared, &mut state);
+        }
+        let replacement = (!state.queue.is_empty()).then(|| state.reserve_worker());
+        leave(shared, state, self.id);
+        tracing::error!(
+            worker = self.id,
+            replaced = replacement.is_some(),
+            "a worker thread died outside a task"
+        );
+        if let Some(id) = replacement {
+            spawn_worker(shared, id, Role::Pop, Reap::No);
+        }
+    }
+}

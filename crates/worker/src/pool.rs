@@ -1,0 +1,307 @@
+//! [`Pool`]: the public facade over the core state machine.
+
+use std::time::{Duration, Instant};
+
+use crate::core::{Rejected, Shared, Task, Wait};
+use crate::sync::Arc;
+use crate::{
+    BuildError, Builder, CloseError, JoinError, SubmitError, SubmitTimeoutError, TaskHandle,
+    TrySubmitError,
+};
+
+/// An elastic pool of OS threads running `FnOnce() + Send + 'static` tasks.
+///
+/// `min` workers start at once; the pool grows to `max` on demand and shrinks by the exit
+/// rule. See the crate docs for the five rules, each with an example. Share a pool between
+/// threads with `Arc<Pool>` or by reference (it is `Send + Sync`); dropping it closes it.
+///
+/// # Guarantees
+///
+/// - **Exactly once.** Every accepted task runs exactly once, also when it or another task
+///   panics, when the OS refuses a thread, and when the pool closes: `close` (and `Drop`)
+///   returns only after all of them ran. A rejected task is handed back unrun.
+/// - **Exact capacity.** At most `max + max/2 + submit_buffer` accepted tasks are unfinished
+///   at any time ([`Pool::capacity`] counts the waiting places beyond the workers). With all
+///   `max` workers busy, exactly [`Pool::capacity`] further tasks are accepted without
+///   blocking.
+/// - **FIFO start.** Tasks start in the order they were accepted (the order the pool's lock
+///   admitted them; for two submitters racing, that order is whichever came first).
+/// - **No thread outlives `close`.** Every worker thread has been joined when `close`
+///   returns `Ok`.
+/// - **Not promised:** fairness between blocked submitters (whoever the OS wakes first gets
+///   the room), or which worker runs a task.
+///
+/// Cost: one mutex acquisition per submit and one per task on the worker side (finishing a
+/// task and taking the next share one); a condvar notification only when an idle worker is
+/// claimed or a submitter is blocked.
+pub struct Pool {
+    shared: Arc<Shared>,
+}
+
+impl Pool {
+    pub(crate) fn from_shared(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// A pool of `min..=max` workers with the default settings (see [`Builder`]).
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::ZeroMax`] when `max == 0`; [`BuildError::MinAboveMax`] when `min > max`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use worker::{BuildError, Pool};
+    ///
+    /// let pool = Pool::new(2, 8)?;
+    /// assert_eq!(pool.workers(), 2);
+    /// assert_eq!(Pool::new(0, 0).unwrap_err(), BuildError::ZeroMax);
+    /// assert_eq!(Pool::new(3, 2).unwrap_err(), BuildError::MinAboveMax { min: 3, max: 2 });
+    /// # Ok::<(), BuildError>(())
+    /// ```
+    pub fn new(min: usize, max: usize) -> Result<Self, BuildError> {
+        Builder::new(min, max).build()
+    }
+
+    /// Settings for a pool of `min..=max` workers.
+    pub fn builder(min: usize, max: usize) -> Builder {
+        Builder::new(min, max)
+    }
+
+    /// Submits a task, blocking while the pool is full.
+    ///
+    /// # Errors
+    ///
+    /// [`SubmitError`] with the task when the pool is closing (also if it begins closing
+    /// while this call waits for room).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = worker::Pool::new(1, 4)?;
+    /// pool.submit(|| println!("hello from a worker"))?;
+    /// pool.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn submit<F>(&self, task: F) -> Result<(), SubmitError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        Shared::submit(&self.shared, Box::new(task), Wait::Forever).map_err(|rejected| {
+            match rejected {
+                Rejected::Closed(task) => SubmitError(hand_back(task)),
+                Rejected::Full(_) | Rejected::Timeout(_) => {
+                    unreachable!("a submit that waits forever is only rejected as closed")
+                }
+            }
+        })
+    }
+
+    /// Submits a task if there is room now; never blocks.
+    ///
+    /// # Errors
+    ///
+    /// - [`TrySubmitError::Full`] with the task when the capacity rule is at its limit.
+    /// - [`TrySubmitError::Closed`] with the task when the pool is closing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = worker::Pool::builder(1, 1).submit_buffer(0).build()?;
+    /// let (release, gate) = std::sync::mpsc::channel::<()>();
+    /// pool.submit(move || gate.recv().unwrap())?; // the one worker is busy
+    /// let rejected = pool.try_submit(|| ()).unwrap_err(); // 1/2 + 0 = no waiting place
+    /// assert!(rejected.is_full());
+    /// release.send(())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_submit<F>(&self, task: F) -> Result<(), TrySubmitError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        Shared::submit(&self.shared, Box::new(task), Wait::No).map_err(|rejected| match rejected {
+            Rejected::Full(task) => TrySubmitError::Full(hand_back(task)),
+            Rejected::Closed(task) => TrySubmitError::Closed(hand_back(task)),
+            Rejected::Timeout(_) => unreachable!("try_submit never waits"),
+        })
+    }
+
+    /// Submits a task, waiting at most `timeout` for room.
+    ///
+    /// # Errors
+    ///
+    /// - [`SubmitTimeoutError::Timeout`] with the task when the pool stayed full.
+    /// - [`SubmitTimeoutError::Closed`] with the task when the pool is closing.
+    pub fn submit_timeout<F>(&self, task: F, timeout: Duration) -> Result<(), SubmitTimeoutError<F>>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        // A timeout too large for `Instant` waits like `submit`.
+        let wait = Instant::now()
+            .checked_add(timeout)
+            .map_or(Wait::Forever, Wait::Until);
+        Shared::submit(&self.shared, Box::new(task), wait).map_err(|rejected| match rejected {
+            Rejected::Timeout(task) | Rejected::Full(task) => {
+                SubmitTimeoutError::Timeout(hand_back(task))
+            }
+            Rejected::Closed(task) => SubmitTimeoutError::Closed(hand_back(task)),
+        })
+    }
+
+    /// Submits a task that returns a value, blocking while the pool is full like
+    /// [`Pool::submit`]; [`TaskHandle::join`] gives the value or the task's panic.
+    ///
+    /// If the pool is closing the task is dropped unrun and `join` returns
+    /// [`JoinError::Closed`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = worker::Pool::new(1, 2)?;
+    /// let ok = pool.spawn(|| 1 + 1);
+    /// let boom = pool.spawn(|| -> u8 { panic!("no answer") });
+    /// assert_eq!(ok.join()?, 2);
+    /// assert_eq!(boom.join().unwrap_err().to_string(), "the task panicked: no answer");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn<F, T>(&self, task: F) -> TaskHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (sender, handle) = TaskHandle::channel();
+        let job = move || {
+            let result = panicguard::catch(task).map_err(|panic| {
+                tracing::error!(message = panic.message(), "a spawned pool task panicked");
+                JoinError::Panicked(panic)
+            });
+            sender.send(result);
+        };
+        match self.submit(job) {
+            Ok(()) => handle,
+            // The rejected job (and the sender in it) is dropped; a fresh handle says why.
+            Err(SubmitError(_job)) => TaskHandle::closed(),
+        }
+    }
+
+    /// Stops intake, waits until every accepted task (queued ones included) has run, and
+    /// joins every worker thread. Idempotent and callable from several threads at once:
+    /// each call returns once the pool is drained. `Drop` does the same.
+    ///
+    /// Tasks submitted after `close` began, including by running tasks, are rejected with
+    /// `Closed` and handed back.
+    ///
+    /// # Errors
+    ///
+    /// [`CloseError::FromWorker`] when called from inside one of this pool's own tasks:
+    /// waiting there would wait for the caller itself. Intake is stopped all the same, and
+    /// the pool drains in the background.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let pool = worker::Pool::new(0, 2)?;
+    /// let ran = Arc::new(AtomicUsize::new(0));
+    /// for _ in 0..10 {
+    ///     let ran = Arc::clone(&ran);
+    ///     pool.submit(move || { ran.fetch_add(1, Ordering::Relaxed); })?;
+    /// }
+    /// pool.close()?;
+    /// assert_eq!(ran.load(Ordering::Relaxed), 10); // every accepted task ran
+    /// assert_eq!(pool.workers(), 0);
+    /// assert!(pool.try_submit(|| ()).unwrap_err().is_closed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close(&self) -> Result<(), CloseError> {
+        if self.shared.on_own_worker() {
+            self.shared.begin_close();
+            return Err(CloseError::FromWorker);
+        }
+        self.shared.close();
+        Ok(())
+    }
+
+    /// Live workers, including ones being started.
+    pub fn workers(&self) -> usize {
+        self.shared.counters().workers
+    }
+
+    /// Workers waiting for a task (not counting ones already claimed for a queued task).
+    pub fn idle(&self) -> usize {
+        self.shared.counters().idle
+    }
+
+    /// Accepted tasks that have not started.
+    pub fn queued(&self) -> usize {
+        self.shared.counters().queued
+    }
+
+    /// Tasks running now.
+    pub fn running(&self) -> usize {
+        self.shared.counters().running
+    }
+
+    /// Tasks finished since the pool started, panicked ones included.
+    pub fn completed(&self) -> u64 {
+        self.shared.counters().finished
+    }
+
+    /// The waiting places beyond the workers: `max / 2 + submit_buffer` (rule 2).
+    pub fn capacity(&self) -> usize {
+        self.shared.config().capacity
+    }
+
+    /// The `min` this pool was built with.
+    pub fn min(&self) -> usize {
+        self.shared.config().min
+    }
+
+    /// The `max` this pool was built with.
+    pub fn max(&self) -> usize {
+        self.shared.config().max
+    }
+}
+
+impl Drop for Pool {
+    /// Closes the pool like [`Pool::close`]. Dropped from inside one of its own tasks (the
+    /// last `Arc<Pool>` went away there), it only begins closing: the workers drain the
+    /// queue and exit on their own, and their threads are detached rather than joined.
+    fn drop(&mut self) {
+        if self.close().is_err() {
+            tracing::debug!("pool dropped inside its own task; it drains in the background");
+        }
+    }
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let counters = self.shared.counters();
+        f.debug_struct("Pool")
+            .field("min", &self.shared.config().min)
+            .field("max", &self.shared.config().max)
+            .field("capacity", &self.shared.config().capacity)
+            .field("workers", &counters.workers)
+            .field("idle", &counters.idle)
+            .field("queued", &counters.queued)
+            .field("running", &counters.running)
+            .field("closing", &counters.closing)
+            .finish()
+    }
+}
+
+/// Recovers the caller's task from the box the core stored.
+fn hand_back<F: 'static>(task: Task) -> F {
+    match task.into_any().downcast::<F>() {
+        Ok(task) => *task,
+        Err(_) => unreachable!("the core hands back the box it was given"),
+    }
+}

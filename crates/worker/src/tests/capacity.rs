@@ -1,0 +1,128 @@
+//! Rule 2: exact capacity, FIFO start, and the three ways a full pool answers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::support::{Gates, settle};
+use crate::{Pool, SubmitTimeoutError, TrySubmitError};
+
+/// Fills `max` workers, then checks exactly `max/2 + buffer` more are accepted.
+fn exact_capacity(max: usize, buffer: usize) {
+    let pool = Pool::builder(0, max).submit_buffer(buffer).build().unwrap();
+    assert_eq!(pool.capacity(), max / 2 + buffer);
+    let gates = Gates::default();
+    for id in 0..max {
+        pool.try_submit(gates.task(id)).unwrap();
+    }
+    settle(&pool, 0);
+    for id in max..max + pool.capacity() {
+        assert!(pool.try_submit(gates.task(id)).is_ok(), "task {id} refused");
+    }
+    let next = max + pool.capacity();
+    let refused = pool.try_submit(gates.task(next)).unwrap_err();
+    gates.forget(next);
+    assert!(refused.is_full());
+    let c = settle(&pool, 0);
+    assert_eq!((c.running, c.queued), (max, max / 2 + buffer));
+    gates.release_all();
+    pool.close().unwrap();
+    assert_eq!(pool.completed(), (max + max / 2 + buffer) as u64);
+}
+
+#[test]
+fn capacity_is_half_max_plus_buffer() {
+    for (max, buffer) in [(1, 0), (1, 2), (2, 0), (3, 1), (4, 3), (7, 0)] {
+        exact_capacity(max, buffer);
+    }
+}
+
+#[test]
+fn default_buffer_is_128() {
+    let pool = Pool::new(0, 4).unwrap();
+    assert_eq!(pool.capacity(), 2 + 128);
+}
+
+#[test]
+fn tasks_start_in_accept_order() {
+    let pool = Pool::builder(0, 2).submit_buffer(5).build().unwrap();
+    let gates = Gates::default();
+    for id in 0..8 {
+        pool.try_submit(gates.task(id)).unwrap();
+        // Two workers that take tasks at the same moment log them in either order; one
+        // at a time, the log shows the order the queue handed them out.
+        settle(&pool, 0);
+        gates.wait_started((id + 1).min(2));
+    }
+    for done in 0..6 {
+        gates.release(done);
+        settle(&pool, done as u64 + 1);
+        gates.wait_started(done + 3);
+    }
+    assert_eq!(gates.wait_started(8), (0..8).collect::<Vec<_>>());
+    gates.release_all();
+    pool.close().unwrap();
+}
+
+#[test]
+fn full_pool_hands_the_task_back_from_try_submit_and_submit_timeout() {
+    let pool = Pool::builder(1, 1).submit_buffer(0).build().unwrap();
+    let gates = Gates::default();
+    pool.submit(gates.task(0)).unwrap();
+    settle(&pool, 0);
+    let marker = Arc::new(());
+    let task = {
+        let marker = Arc::clone(&marker);
+        move || drop(marker)
+    };
+    let TrySubmitError::Full(task) = pool.try_submit(task).unwrap_err() else {
+        panic!("expected Full");
+    };
+    let SubmitTimeoutError::Timeout(task) = pool.submit_timeout(task, Duration::ZERO).unwrap_err()
+    else {
+        panic!("expected Timeout");
+    };
+    assert_eq!(Arc::strong_count(&marker), 2, "the task came back whole");
+    drop(task);
+    gates.release_all();
+    pool.close().unwrap();
+}
+
+#[test]
+fn blocked_submit_proceeds_when_a_task_finishes() {
+    let pool = Arc::new(Pool::builder(1, 1).submit_buffer(0).build().unwrap());
+    let gates = Arc::new(Gates::default());
+    pool.submit(gates.task(0)).unwrap();
+    settle(&pool, 0);
+    let blocked = {
+        let (pool, gates) = (Arc::clone(&pool), Arc::clone(&gates));
+        std::thread::spawn(move || pool.submit(gates.task(1)).is_ok())
+    };
+    pool.shared()
+        .wait_until("a submitter blocks", |c| c.blocked_submitters > 0);
+    gates.release(0);
+    assert!(blocked.join().unwrap());
+    assert_eq!(gates.wait_started(2), vec![0, 1]);
+    gates.release_all();
+    pool.close().unwrap();
+}
+
+#[test]
+fn blocked_submit_returns_closed_when_close_begins() {
+    let pool = Arc::new(Pool::builder(1, 1).submit_buffer(0).build().unwrap());
+    let gates = Arc::new(Gates::default());
+    pool.submit(gates.task(0)).unwrap();
+    settle(&pool, 0);
+    let blocked = {
+        let pool = Arc::clone(&pool);
+        std::thread::spawn(move || pool.submit(|| ()).is_err())
+    };
+    pool.shared()
+        .wait_until("a submitter blocks", |c| c.blocked_submitters > 0);
+    let closer = {
+        let pool = Arc::clone(&pool);
+        std::thread::spawn(move || pool.close())
+    };
+    assert!(blocked.join().unwrap(), "the blocked submit saw Closed");
+    gates.release_all();
+    closer.join().unwrap().unwrap();
+}

@@ -4,9 +4,15 @@
 //! up finds its own entry by index instead of searching or hashing a key.
 
 /// Slots addressed by index; freed indexes are reused (last freed, first reused).
+///
+/// Slot 0 lives inline: most jobs have a single waiter (their starter), and the table holds
+/// few jobs, so the common case allocates nothing.
 #[derive(Debug)]
 pub(crate) struct Slab<T> {
-    entries: Vec<Option<T>>,
+    first: Option<T>,
+    /// Slots 1.. (slot `i` is `rest[i - 1]`).
+    rest: Vec<Option<T>>,
+    /// Free slots among 1.. (slot 0 is free when `first` is `None`).
     free: Vec<usize>,
     len: usize,
 }
@@ -14,7 +20,8 @@ pub(crate) struct Slab<T> {
 impl<T> Default for Slab<T> {
     fn default() -> Self {
         Self {
-            entries: Vec::new(),
+            first: None,
+            rest: Vec::new(),
             free: Vec::new(),
             len: 0,
         }
@@ -25,30 +32,45 @@ impl<T> Slab<T> {
     /// Stores `value` and returns its index.
     pub(crate) fn insert(&mut self, value: T) -> usize {
         self.len += 1;
-        if let Some(index) = self.free.pop() {
-            debug_assert!(self.entries[index].is_none());
-            self.entries[index] = Some(value);
+        if self.first.is_none() {
+            self.first = Some(value);
+            0
+        } else if let Some(index) = self.free.pop() {
+            debug_assert!(self.rest[index - 1].is_none());
+            self.rest[index - 1] = Some(value);
             index
         } else {
-            self.entries.push(Some(value));
-            self.entries.len() - 1
+            self.rest.push(Some(value));
+            self.rest.len()
         }
     }
 
     /// Takes the value at `index` out, if there is one.
     pub(crate) fn remove(&mut self, index: usize) -> Option<T> {
-        let value = self.entries.get_mut(index)?.take()?;
-        self.free.push(index);
+        let value = self.slot_mut(index)?.take()?;
+        if index > 0 {
+            self.free.push(index);
+        }
         self.len -= 1;
         Some(value)
     }
 
     pub(crate) fn get(&self, index: usize) -> Option<&T> {
-        self.entries.get(index)?.as_ref()
+        match index {
+            0 => self.first.as_ref(),
+            _ => self.rest.get(index - 1)?.as_ref(),
+        }
     }
 
     pub(crate) fn get_mut(&mut self, index: usize) -> Option<&mut T> {
-        self.entries.get_mut(index)?.as_mut()
+        self.slot_mut(index)?.as_mut()
+    }
+
+    fn slot_mut(&mut self, index: usize) -> Option<&mut Option<T>> {
+        match index {
+            0 => Some(&mut self.first),
+            _ => self.rest.get_mut(index - 1),
+        }
     }
 
     /// How many slots hold a value.
@@ -62,17 +84,22 @@ impl<T> Slab<T> {
 
     /// The stored values, in index order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
-        self.entries.iter().flatten()
+        self.first.iter().chain(self.rest.iter().flatten())
     }
 }
 
 impl<T> IntoIterator for Slab<T> {
     type Item = T;
-    type IntoIter = std::iter::Flatten<std::vec::IntoIter<Option<T>>>;
+    type IntoIter = std::iter::Chain<
+        std::option::IntoIter<T>,
+        std::iter::Flatten<std::vec::IntoIter<Option<T>>>,
+    >;
 
     /// The stored values, in index order.
     fn into_iter(self) -> Self::IntoIter {
-        self.entries.into_iter().flatten()
+        self.first
+            .into_iter()
+            .chain(self.rest.into_iter().flatten())
     }
 }
 
@@ -93,6 +120,21 @@ mod tests {
         assert_eq!(c, a);
         assert_eq!(slab.get(b), Some(&'b'));
         assert_eq!(slab.into_iter().collect::<Vec<_>>(), vec!['c', 'b']);
+    }
+
+    #[test]
+    fn slots_past_the_inline_one_are_reused_too() {
+        let mut slab = Slab::default();
+        let indexes: Vec<usize> = (0..4).map(|n| slab.insert(n)).collect();
+        assert_eq!(indexes, vec![0, 1, 2, 3]);
+        assert_eq!(slab.remove(2), Some(2));
+        assert_eq!(slab.remove(0), Some(0));
+        assert_eq!(slab.iter().copied().collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(slab.insert(10), 0, "the inline slot first");
+        assert_eq!(slab.insert(12), 2);
+        assert_eq!(slab.insert(14), 4);
+        assert_eq!(slab.len(), 5);
+        assert_eq!(slab.into_iter().collect::<Vec<_>>(), vec![10, 1, 12, 3, 14]);
     }
 
     #[test]

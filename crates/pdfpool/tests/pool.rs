@@ -536,3 +536,40 @@ fn pools_and_their_futures_are_send_and_sync() {
     assert_send(&pool.join(&"a"));
     assert!(format!("{pool:?}").contains("running: 0"));
 }
+
+// Outside a Tokio runtime.
+
+/// Polls `future` to completion with a no-op waker: an executor that is not Tokio.
+fn block_on_without_tokio<F: std::future::Future>(future: F) -> F::Output {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+    }
+}
+
+#[test]
+fn a_job_started_outside_a_runtime_ends_with_closed_and_frees_its_slot() {
+    let pool = TestPool::new(1, 1, WAIT);
+    let outcome = block_on_without_tokio(pool.run("a", "alice", never()));
+    assert_eq!(outcome, Err(Error::Closed));
+    assert_eq!(counters(&pool), (0, 0));
+}
+
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn queueing_on_a_runtime_without_time_blames_the_runtime() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let pool = TestPool::new(1, 1, WAIT);
+        let (_a, a_job) = gated();
+        let _ra = spawn_run(&pool, "a", "alice", a_job);
+        settle().await;
+        // The job has to wait, and the wait limit needs a timer.
+        let _ = pool.run("b", "bob", never()).await;
+    });
+}

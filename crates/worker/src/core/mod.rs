@@ -151,6 +151,7 @@ struct State {
     spawning: usize,
     closing: bool,
     blocked_submitters: usize,
+    /// Threads taken out of `threads` and being joined (by a closer or a spawner).
     joining: usize,
     finished: u64,
     next_worker_id: usize,

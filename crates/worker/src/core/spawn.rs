@@ -59,6 +59,12 @@ pub(super) fn spawn_worker(shared: &Arc<Shared>, id: usize, role: Role, reap: Re
         Reap::Yes => state.take_exited(),
         Reap::No => Vec::new(),
     };
+    // Counted until joined: `close` must not return while a thread it can no longer see
+    // in `threads` is still finishing.
+    let joining = !reaped.is_empty();
+    if joining {
+        state.joining += 1;
+    }
     let last_out = state.closing && state.drained();
     let (workers, queued) = (state.workers, state.queue.len());
     shared.unlock_checked(state);
@@ -68,7 +74,16 @@ pub(super) fn spawn_worker(shared: &Arc<Shared>, id: usize, role: Role, reap: Re
     if last_out {
         shared.done.notify_all();
     }
-    join_all(reaped);
+    if joining {
+        join_all(reaped);
+        let mut state = lock(&shared.state);
+        state.joining -= 1;
+        let closing = state.closing;
+        drop(state);
+        if closing {
+            shared.done.notify_all();
+        }
+    }
 }
 
 /// Creates the OS thread for worker `id`.

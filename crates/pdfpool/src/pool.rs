@@ -59,8 +59,9 @@ where
     /// A pool running at most `slots` jobs at once, with at most `queue` jobs waiting for a
     /// slot, each for at most `wait`.
     ///
-    /// `queue` may be 0 (refuse with [`Error::Busy`] as soon as every slot is taken). Creating
-    /// a pool needs no runtime; using it does (see [`run`](Self::run)).
+    /// `queue` may be 0 (refuse with [`Error::Busy`] as soon as every slot is taken). A `wait`
+    /// beyond [`MAX_WAIT`](Self::MAX_WAIT) (say `Duration::MAX`, "no limit") is capped to it.
+    /// Creating a pool needs no runtime; using it does (see [`run`](Self::run)).
     ///
     /// # Panics
     ///
@@ -80,10 +81,13 @@ where
         Self {
             shared: Arc::new(Shared {
                 table: Table::new(slots, queue),
-                wait,
+                wait: wait.min(Self::MAX_WAIT),
             }),
         }
     }
+
+    /// The longest wait limit a pool keeps (about 30 years): deadlines stay representable.
+    pub const MAX_WAIT: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 
     /// Runs `job` for `key` on behalf of `caller`, or shares the job already in flight for
     /// `key`, and returns its output.

@@ -520,6 +520,25 @@ fn a_job_whose_runtime_shuts_down_ends_with_closed_and_frees_its_slot() {
 
 // Construction.
 
+#[tokio::test(start_paused = true)]
+async fn an_unbounded_wait_is_capped_instead_of_overflowing() {
+    let pool = TestPool::new(1, 1, Duration::MAX);
+    let (mut a, a_job) = gated();
+    let ra = spawn_run(&pool, "a", "alice", a_job);
+    let (mut b, b_job) = gated();
+    let rb = spawn_run(&pool, "b", "bob", b_job);
+    settle().await;
+    assert_eq!(counters(&pool), (1, 1));
+    advance(Duration::from_secs(365 * 24 * 60 * 60)).await;
+    settle().await;
+    assert_eq!(counters(&pool), (1, 1), "a year later, still queued");
+    a.finish("a".into());
+    settle().await;
+    b.finish("b".into());
+    assert_eq!(ra.await.unwrap(), Ok("a".into()));
+    assert_eq!(rb.await.unwrap(), Ok("b".into()));
+}
+
 #[test]
 #[should_panic(expected = "`slots` must be at least 1")]
 fn zero_slots_is_a_caller_bug() {

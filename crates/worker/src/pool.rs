@@ -178,7 +178,7 @@ impl Pool {
         let (sender, handle) = TaskHandle::channel();
         let job = move || {
             let result = panicguard::catch(task).map_err(|panic| {
-                tracing::error!(message = panic.message(), "a spawned pool task panicked");
+                tracing::error!(panic = panic.message(), "a spawned pool task panicked");
                 JoinError::Panicked(panic)
             });
             sender.send(result);

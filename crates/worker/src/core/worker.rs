@@ -10,7 +10,7 @@ use crate::sync::{Arc, MutexGuard, lock, wait, wait_timeout};
 pub(crate) fn run_task(task: Task) {
     if let Err(panic) = panicguard::catch(|| task.run()) {
         tracing::error!(
-            message = panic.message(),
+            panic = panic.message(),
             "a pool task panicked; its worker goes on"
         );
     }

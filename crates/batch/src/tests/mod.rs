@@ -1,4 +1,6 @@
 //! Unit tests of the crate's internals; loom models under `cfg(loom)`.
 
+#[cfg(loom)]
+mod loom_memory_store;
 #[cfg(not(loom))]
 mod memory_state;

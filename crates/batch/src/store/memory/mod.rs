@@ -85,7 +85,7 @@ impl MemoryStore {
         self.state.lock().stored_bytes()
     }
 
-    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         f(&mut self.state.lock())
     }
 }

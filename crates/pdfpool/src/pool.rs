@@ -120,7 +120,8 @@ where
     /// - [`Error::Panicked`]: the job panicked (every sharer gets the panic).
     /// - [`Error::Closed`]: the pool was closed before this request started or queued a job,
     ///   or while the job it waited on was still queued; or the job's task was dropped
-    ///   unfinished because the runtime shut down.
+    ///   unfinished because its runtime shut down, or could not be spawned (polled outside
+    ///   a Tokio runtime).
     ///
     /// # Panics
     ///

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -31,13 +31,18 @@ pub(crate) struct Shared<T, O, F, S> {
     pub(crate) shutdown: CancellationToken,
     /// Targets this runner has in flight, for `Hooks::inflight`.
     pub(crate) in_flight: AtomicUsize,
+    /// Workers between a failed claim and their wake-up (see `worker::Idle`).
+    pub(crate) idle: AtomicUsize,
     _types: PhantomData<fn(T) -> O>,
 }
 
 impl<T, O, F, S> Shared<T, O, F, S> {
-    /// Wakes every sleeping worker: something may have become ready.
+    /// Wakes every sleeping worker: something may have become ready. Call it after the store
+    /// changed; it costs one atomic load when no worker is idle.
     pub(crate) fn wake_idle(&self) {
-        self.wake.notify_waiters();
+        if self.idle.load(Ordering::SeqCst) > 0 {
+            self.wake.notify_waiters();
+        }
     }
 
     /// Reports a job that just ended: `job`, `job_seconds`, then `depth`.
@@ -109,6 +114,7 @@ where
             wake: Notify::new(),
             shutdown: CancellationToken::new(),
             in_flight: AtomicUsize::new(0),
+            idle: AtomicUsize::new(0),
             _types: PhantomData,
             config,
         });
@@ -251,7 +257,7 @@ where
     /// the waiting, and calling `close` again waits again.
     pub async fn close(&self) {
         self.shared.shutdown.cancel();
-        self.shared.wake_idle();
+        self.shared.wake.notify_waiters();
         self.workers.wait().await;
     }
 

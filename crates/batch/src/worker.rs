@@ -13,7 +13,7 @@
 
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use panicguard::FutureExt;
@@ -56,6 +56,8 @@ where
             serve(&shared, claim).await;
             continue;
         }
+        // Step 2: count in as idle and register for the wake-up before claiming again.
+        let _idle = Idle::enter(&shared.idle);
         let mut woken = pin!(shared.wake.notified());
         woken.as_mut().enable();
         let Some(claim) = store_call(&shared, || shared.store.claim(shared.clock.now())).await
@@ -63,6 +65,7 @@ where
             return;
         };
         if let Some(claim) = claim {
+            drop(_idle);
             serve(&shared, claim).await;
             continue;
         }
@@ -80,6 +83,28 @@ where
             () = retry_time => {}
             () = shared.shutdown.cancelled() => return,
         }
+    }
+}
+
+/// Counts a worker as idle (between its failed claim and its wake-up) while alive.
+///
+/// `wake_idle` skips `notify_waiters` (a lock) when no worker is idle. That loses no wake-up:
+/// a worker increments the count (SeqCst) *before* registering and claiming again, and a
+/// waker changes the store *before* reading the count (SeqCst). If the waker reads zero, the
+/// increment comes later in the SeqCst order, so the worker's second claim comes after the
+/// waker's store change and sees it.
+struct Idle<'a>(&'a AtomicUsize);
+
+impl<'a> Idle<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count)
+    }
+}
+
+impl Drop for Idle<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -211,10 +236,8 @@ where
         }
     };
     let lease = shared.store.lease_ttl();
-    let token = match lease {
-        Some(_) => shared.shutdown.child_token(),
-        None => shared.shutdown.clone(),
-    };
+    // A child, so a fetch that cancels its own token stops only itself, never the runner.
+    let token = shared.shutdown.child_token();
     let fetched = async {
         match panicguard::catch(|| shared.fetch.fetch(token.clone(), &claim.caller, &target)) {
             Ok(future) => future.catch_unwind().await,

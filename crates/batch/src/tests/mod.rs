@@ -2,5 +2,7 @@
 
 #[cfg(loom)]
 mod loom_memory_store;
+#[cfg(loom)]
+mod loom_wake;
 #[cfg(not(loom))]
 mod memory_state;

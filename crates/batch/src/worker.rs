@@ -47,13 +47,20 @@ where
     F: Fetch<T, O>,
     S: Store,
 {
+    // The token this worker's fetches get: a child of the close token, so a fetch that
+    // cancels its own token stops no other worker and never the runner. Replaced if a fetch
+    // cancelled it; one per worker, not per fetch, to keep the close token's lock cold.
+    let mut token = shared.shutdown.child_token();
     while !shared.shutdown.is_cancelled() {
+        if token.is_cancelled() {
+            token = shared.shutdown.child_token();
+        }
         let Some(claim) = store_call(&shared, || shared.store.claim(shared.clock.now())).await
         else {
             return;
         };
         if let Some(claim) = claim {
-            serve(&shared, claim).await;
+            serve(&shared, &token, claim).await;
             continue;
         }
         // Step 2: count in as idle and register for the wake-up before claiming again.
@@ -66,7 +73,7 @@ where
         };
         if let Some(claim) = claim {
             drop(_idle);
-            serve(&shared, claim).await;
+            serve(&shared, &token, claim).await;
             continue;
         }
         let Some(wake_at) = store_call(&shared, || shared.store.next_wakeup()).await else {
@@ -137,7 +144,7 @@ where
 }
 
 /// Fetches and stores one claimed target.
-async fn serve<T, O, F, S>(shared: &Shared<T, O, F, S>, claim: Claim)
+async fn serve<T, O, F, S>(shared: &Shared<T, O, F, S>, token: &CancellationToken, claim: Claim)
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
@@ -147,7 +154,7 @@ where
     let hooks = &*shared.config.hooks;
     hooks.inflight(shared.in_flight.fetch_add(1, Ordering::Relaxed) + 1);
     let started = tokio::time::Instant::now();
-    let attempt = attempt(shared, &claim).await;
+    let attempt = attempt(shared, token, &claim).await;
     let elapsed = started.elapsed();
     let now = shared.clock.now();
     let result = match attempt {
@@ -219,7 +226,11 @@ where
 }
 
 /// Runs the fetch for `claim`, catching panics and renewing a lease while it runs.
-async fn attempt<T, O, F, S>(shared: &Shared<T, O, F, S>, claim: &Claim) -> Attempt
+async fn attempt<T, O, F, S>(
+    shared: &Shared<T, O, F, S>,
+    token: &CancellationToken,
+    claim: &Claim,
+) -> Attempt
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
@@ -236,8 +247,11 @@ where
         }
     };
     let lease = shared.store.lease_ttl();
-    // A child, so a fetch that cancels its own token stops only itself, never the runner.
-    let token = shared.shutdown.child_token();
+    // With a lease, a lost lease cancels this one fetch: it gets its own child token.
+    let token = match lease {
+        Some(_) => token.child_token(),
+        None => token.clone(),
+    };
     let fetched = async {
         match panicguard::catch(|| shared.fetch.fetch(token.clone(), &claim.caller, &target)) {
             Ok(future) => future.catch_unwind().await,

@@ -1,0 +1,111 @@
+//! Runner behaviour beyond the store suite: fetch tokens, panics while building the fetch
+//! future, and dropping a runner without `close`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use batch::{Caller, CancellationToken, Config, FetchError, JobId, JobStatus, MemoryStore, Runner};
+
+async fn wait_ended<F>(runner: &Runner<String, String, F, MemoryStore>, id: JobId, who: &Caller)
+where
+    F: batch::Fetch<String, String>,
+{
+    for _ in 0..100_000 {
+        if !runner.status(id, who).await.unwrap().status.is_live() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the job never ended");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fetch_cancelling_its_token_stops_neither_runner_nor_later_fetches() {
+    let cancelled_on_entry = Arc::new(AtomicU32::new(0));
+    let fetch = {
+        let cancelled_on_entry = Arc::clone(&cancelled_on_entry);
+        move |cancel: CancellationToken, _who: &Caller, target: &String| {
+            if cancel.is_cancelled() {
+                cancelled_on_entry.fetch_add(1, Ordering::Relaxed);
+            }
+            cancel.cancel();
+            let target = target.clone();
+            async move { Ok::<_, FetchError>(target) }
+        }
+    };
+    let runner = Runner::new(Config::default().workers(1), MemoryStore::new(), fetch)
+        .await
+        .unwrap();
+    let ann = Caller::new("ann");
+    let id = runner
+        .submit(&ann, &["1".to_string(), "2".to_string(), "3".to_string()])
+        .await
+        .unwrap();
+    wait_ended(&runner, id, &ann).await;
+    assert_eq!(
+        runner.status(id, &ann).await.unwrap().status,
+        JobStatus::Done
+    );
+    assert_eq!(
+        cancelled_on_entry.load(Ordering::Relaxed),
+        0,
+        "each fetch got a live token"
+    );
+    runner.submit(&ann, &["4".to_string()]).await.unwrap();
+    runner.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panic_while_building_the_future_is_an_internal_error() {
+    let fetch = |_cancel: CancellationToken, _who: &Caller, target: &String| {
+        assert!(target != "boom", "secret detail");
+        let target = target.clone();
+        async move { Ok::<_, FetchError>(target) }
+    };
+    let runner = Runner::new(Config::default().workers(1), MemoryStore::new(), fetch)
+        .await
+        .unwrap();
+    let ann = Caller::new("ann");
+    let id = runner
+        .submit(&ann, &["boom".to_string(), "fine".to_string()])
+        .await
+        .unwrap();
+    wait_ended(&runner, id, &ann).await;
+    let job = runner.status(id, &ann).await.unwrap();
+    assert_eq!(job.status, JobStatus::Partial);
+    assert_eq!(
+        job.targets[0].1,
+        batch::TargetState::Failed {
+            error: "internal error".into(),
+            hint: None
+        }
+    );
+    runner.close().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_runner_stops_its_workers() {
+    let alive = Arc::new(());
+    let fetch = {
+        let alive = Arc::clone(&alive);
+        move |_cancel: CancellationToken, _who: &Caller, target: &String| {
+            let _ = &alive;
+            let target = target.clone();
+            async move { Ok::<_, FetchError>(target) }
+        }
+    };
+    let runner = Runner::new(Config::default().workers(3), MemoryStore::new(), fetch)
+        .await
+        .unwrap();
+    assert_eq!(Arc::strong_count(&alive), 2);
+    drop(runner);
+    // The workers see the close token and exit, dropping the last handle on the fetch.
+    for _ in 0..100 {
+        if Arc::strong_count(&alive) == 1 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    panic!("the workers outlived their runner");
+}

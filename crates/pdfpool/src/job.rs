@@ -4,7 +4,10 @@
 use std::future::Future;
 use std::hash::Hash;
 
-use panicguard::FutureExt;
+use std::pin::pin;
+use std::task::Poll;
+
+use panicguard::Panic;
 
 use crate::Error;
 use crate::pool::{Launch, Outcome, Shared};
@@ -41,9 +44,7 @@ where
     };
     let task = async move {
         let finisher = finisher;
-        // Calling the closure happens inside the first poll, so a panic there is caught too.
-        let outcome = async move { job().await }.catch_unwind().await;
-        let outcome = outcome.map_err(|panic| {
+        let outcome = run_caught(job).await.map_err(|panic| {
             tracing::warn!(panic = panic.message(), "a pooled job panicked");
             Error::Panicked(panic)
         });
@@ -56,6 +57,35 @@ where
             drop(task);
         }
     }
+}
+
+/// Calls `job` and runs its future to the end, turning a panic in the call or in any poll
+/// into `Err(Panic)` with `panicguard::catch`.
+///
+/// This is `panicguard::CatchUnwind` without its box: the future is pinned inside the job's
+/// task itself (`pin!`, no `unsafe`), saving an allocation per job. As there, a future that
+/// panicked is dropped at once, and a second panic from its drop is swallowed.
+async fn run_caught<F, Fut>(job: F) -> Result<Fut::Output, Panic>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future,
+{
+    let running = panicguard::catch(job)?;
+    let mut running = pin!(Some(running));
+    std::future::poll_fn(|cx| {
+        let Some(future) = running.as_mut().as_pin_mut() else {
+            unreachable!("polled again after the job's future ended");
+        };
+        match panicguard::catch(|| future.poll(cx)) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Err(panic) => {
+                let _second = panicguard::catch(|| running.as_mut().set(None));
+                Poll::Ready(Err(panic))
+            }
+        }
+    })
+    .await
 }
 
 /// Ends the job exactly once: with its outcome, or with `Closed` if the task is dropped first

@@ -144,6 +144,11 @@ struct Job<K, C, D, W, L> {
     waiters: Slab<W>,
 }
 
+/// The maps' hasher. Both maps hold at most `slots + queue_limit` entries (live jobs only), so
+/// even crafted colliding keys cost at most a scan of that many: a fast seeded hasher is safe,
+/// and SipHash's cost per admission would buy nothing.
+type Hasher = foldhash::fast::RandomState;
+
 #[derive(Debug)]
 struct State<K, C, D, W, L> {
     slots: usize,
@@ -152,9 +157,9 @@ struct State<K, C, D, W, L> {
     running: usize,
     next_serial: u64,
     jobs: Slab<Job<K, C, D, W, L>>,
-    by_key: HashMap<K, JobId>,
+    by_key: HashMap<K, JobId, Hasher>,
     /// Each owner of a live job, with that job.
-    callers: HashMap<C, JobId>,
+    callers: HashMap<C, JobId, Hasher>,
     queue: VecDeque<JobId>,
 }
 
@@ -181,8 +186,8 @@ where
                 running: 0,
                 next_serial: 0,
                 jobs: Slab::default(),
-                by_key: HashMap::new(),
-                callers: HashMap::new(),
+                by_key: HashMap::default(),
+                callers: HashMap::default(),
                 queue: VecDeque::new(),
             }),
         }

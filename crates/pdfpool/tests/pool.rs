@@ -427,6 +427,39 @@ async fn a_panic_while_calling_the_closure_is_caught_too() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_job_that_panics_again_while_dropped_reports_the_first_panic() {
+    /// Panics when polled, and again when dropped.
+    struct PanicsTwice;
+    impl std::future::Future for PanicsTwice {
+        type Output = String;
+        fn poll(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<String> {
+            panic!("first")
+        }
+    }
+    impl Drop for PanicsTwice {
+        fn drop(&mut self) {
+            if !std::thread::panicking() {
+                panic!("second");
+            }
+        }
+    }
+    let pool = TestPool::new(1, 1, WAIT);
+    match pool.run("a", "alice", || PanicsTwice).await {
+        Err(Error::Panicked(panic)) => assert_eq!(panic.message(), "first"),
+        other => panic!("expected the first panic, got {other:?}"),
+    }
+    assert_eq!(counters(&pool), (0, 0));
+    let (mut again, job) = gated();
+    let retry = spawn_run(&pool, "a", "alice", job);
+    settle().await;
+    again.finish("fine".into());
+    assert_eq!(retry.await.unwrap(), Ok("fine".into()));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_value_whose_clone_panics_fails_only_that_copy() {
     #[derive(Debug, PartialEq)]
     struct Fragile(u8);

@@ -42,6 +42,11 @@ pub trait Hooks: Send + Sync + 'static {
         let _ = status;
     }
 
+    /// A worker took over a target whose previous claim's lease lapsed (its holder died or
+    /// stalled without renewing): that target may be fetched twice, its result is still stored
+    /// once. Only stores with leases make this happen.
+    fn rescued(&self) {}
+
     /// A job reached a terminal status, this long after it was submitted; exactly once per job,
     /// right after [`job`](Self::job) (also for `cancelled`).
     fn job_seconds(&self, seconds: f64) {

@@ -7,7 +7,8 @@
 //! 2. On no claim, register for the wake-up (`Notified::enable`) *before* claiming once more:
 //!    a submit or a finished target that lands between the two claims has then either been
 //!    seen by the second claim or wakes us. No wake-up is lost and nothing polls.
-//! 3. Sleep until woken, until the store's earliest retry time, or until close.
+//! 3. Sleep until woken, until the store's next wake-up time (a retry, a lease to lapse),
+//!    until the store reports a change made elsewhere, or until close.
 //! 4. Serve the claim: fetch under the close token (panics caught), then store the result,
 //!    report hooks, evict, and wake the others.
 
@@ -88,6 +89,7 @@ where
         tokio::select! {
             () = woken => {}
             () = retry_time => {}
+            () = shared.store.changed() => {}
             () = shared.shutdown.cancelled() => return,
         }
     }
@@ -152,6 +154,14 @@ where
     S: Store,
 {
     let hooks = &*shared.config.hooks;
+    if claim.rescued {
+        tracing::warn!(
+            job = %claim.job,
+            target = claim.index,
+            "rescued a target whose claim lapsed; it may be fetched twice"
+        );
+        hooks.rescued();
+    }
     hooks.inflight(shared.in_flight.fetch_add(1, Ordering::Relaxed) + 1);
     let started = tokio::time::Instant::now();
     let attempt = attempt(shared, token, &claim).await;

@@ -120,3 +120,54 @@ async fn a_runner_that_lost_its_lease_stores_nothing() {
     );
     runner.close().await;
 }
+
+/// Counts `Hooks::rescued`.
+#[derive(Default)]
+struct Rescues(AtomicU32);
+
+impl batch::Hooks for Rescues {
+    fn rescued(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dead_holders_claim_is_rescued_when_its_lease_lapses() {
+    let store = Arc::new(MemoryStore::with_lease(TTL));
+    let calls = Arc::new(AtomicU32::new(0));
+    let fetch = {
+        let calls = Arc::clone(&calls);
+        move |_cancel: CancellationToken, _who: &Caller, target: &String| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            let target = target.clone();
+            async move { Ok::<_, FetchError>(target) }
+        }
+    };
+    let rescues = Arc::new(Rescues::default());
+    let config = Config::default().workers(2).hooks(rescues.clone());
+    let runner = Runner::new(config, Arc::clone(&store), fetch)
+        .await
+        .unwrap();
+    let ann = Caller::new("ann");
+    let id = runner.submit(&ann, &["orphan".to_string()]).await.unwrap();
+    // Another replica claims the target before this runner's workers run, then dies.
+    let dead = store
+        .claim(Timestamp::from(SystemTime::now()))
+        .await
+        .unwrap();
+    assert!(dead.is_some());
+    // Idle, the workers sleep until the dead claim's lease lapses, then take the target over.
+    wait_ended(&runner, id, &ann).await;
+    assert_eq!(
+        runner.status(id, &ann).await.unwrap().status,
+        JobStatus::Done
+    );
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    assert_eq!(
+        rescues.0.load(Ordering::Relaxed),
+        1,
+        "the rescue shows in hooks"
+    );
+    assert_eq!(store.rescued(), 1);
+    runner.close().await;
+}

@@ -109,3 +109,16 @@ async fn dropping_a_runner_stops_its_workers() {
     }
     panic!("the workers outlived their runner");
 }
+
+#[test]
+#[should_panic(expected = "Tokio 1.x runtime")]
+fn new_outside_a_tokio_runtime_panics() {
+    let fetch = |_cancel: CancellationToken, _who: &Caller, target: &String| {
+        let target = target.clone();
+        async move { Ok::<_, FetchError>(target) }
+    };
+    let new = std::pin::pin!(Runner::new(Config::default(), MemoryStore::new(), fetch));
+    // The memory store answers at once, so the first poll reaches the spawning of workers.
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let _ = std::future::Future::poll(new, &mut cx);
+}

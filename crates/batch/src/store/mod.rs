@@ -66,6 +66,10 @@ pub struct Claim {
     pub token: u64,
     /// When this target first came back busy, if it has.
     pub busy_since: Option<Timestamp>,
+    /// This claim takes over one whose lease lapsed (its holder died or stalled): the target
+    /// may have been fetched before. The runner reports it through
+    /// [`Hooks::rescued`](crate::Hooks::rescued) and `tracing`.
+    pub rescued: bool,
 }
 
 /// A job that just reached a terminal status.
@@ -195,9 +199,18 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// The earliest retry time of a job that waits only for it, if any: when to claim next if
-    /// nothing else wakes the workers.
+    /// When to claim next if nothing else wakes the workers: the earliest retry time of a job
+    /// that waits only for it, or the earliest lease to lapse, if any. A shared store may also
+    /// return a bounded fallback poll time here.
     fn next_wakeup(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send;
+
+    /// Resolves when another process may have made a job claimable (a submit, a stored target
+    /// or a cancel elsewhere; for PostgreSQL a `LISTEN/NOTIFY` message). Idle workers wait on
+    /// it beside their own wake-ups; each call is a fresh wait. A store owned by one process
+    /// sees every change through the runner and keeps the default, which never resolves.
+    fn changed(&self) -> impl Future<Output = ()> + Send {
+        std::future::pending()
+    }
 
     /// A snapshot of `caller`'s job `id`, or `None`.
     fn status(
@@ -282,6 +295,9 @@ impl<S: Store> Store for Arc<S> {
     }
     fn next_wakeup(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
         (**self).next_wakeup()
+    }
+    fn changed(&self) -> impl Future<Output = ()> + Send {
+        (**self).changed()
     }
     fn status(
         &self,

@@ -61,6 +61,8 @@ struct Entry {
     in_flight: Option<u64>,
     /// When the claim out lapses, if the store grants leases (invariant 8).
     lease_until: Option<Timestamp>,
+    /// The last claim lapsed; the next one is a rescue.
+    rescue: bool,
     busy_since: Option<Timestamp>,
     retry_at: Option<Timestamp>,
     /// The eviction key (invariant 5); bumped on touch and when the job ends.
@@ -134,6 +136,7 @@ impl State {
                 next: 0,
                 in_flight: None,
                 lease_until: None,
+                rescue: false,
                 busy_since: None,
                 retry_at: None,
                 touch,
@@ -165,6 +168,9 @@ impl State {
             tracing::warn!(job = id, "claim lease lapsed; the target is claimed again");
             self.rescued += 1;
             self.end_claim(id, None);
+            if let Some(entry) = self.jobs.get_mut(&id) {
+                entry.rescue = true;
+            }
             self.check(id);
         }
         while let Some(&(at, id)) = self.waiting.first() {
@@ -203,6 +209,7 @@ impl State {
             target_json: Arc::clone(&entry.targets[entry.next]),
             token,
             busy_since: entry.busy_since,
+            rescued: std::mem::take(&mut entry.rescue),
         };
         self.check(id);
         Some(claim)
@@ -327,7 +334,9 @@ impl State {
     }
 
     pub(crate) fn next_wakeup(&self) -> Option<Timestamp> {
-        self.waiting.first().map(|&(at, _)| at)
+        let retry = self.waiting.first().map(|&(at, _)| at);
+        let lapse = self.leases.first().map(|&(until, _)| until);
+        retry.into_iter().chain(lapse).min()
     }
 
     fn entry_of(&self, id: JobId, caller: &Caller) -> Option<&Entry> {

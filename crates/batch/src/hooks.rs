@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::error::StoreError;
 use crate::job::JobStatus;
 
 /// How a stored target ended, for [`Hooks::target`].
@@ -46,6 +47,12 @@ pub trait Hooks: Send + Sync + 'static {
     /// stalled without renewing): that target may be fetched twice, its result is still stored
     /// once. Only stores with leases make this happen.
     fn rescued(&self) {}
+
+    /// A store call failed; the runner waits `retry_wait` and tries it again (a claimed
+    /// target keeps its claim meanwhile, so nothing is dropped). Logged with `tracing` too.
+    fn store_error(&self, error: &StoreError) {
+        let _ = error;
+    }
 
     /// A job reached a terminal status, this long after it was submitted; exactly once per job,
     /// right after [`job`](Self::job) (also for `cancelled`).

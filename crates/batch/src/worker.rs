@@ -130,6 +130,7 @@ where
         match call().await {
             Ok(value) => return Some(value),
             Err(error) => {
+                shared.config.hooks.store_error(&error);
                 match &error {
                     StoreError::Unavailable(_) => {
                         tracing::warn!(%error, "store call failed; retrying")

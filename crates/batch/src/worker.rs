@@ -65,7 +65,7 @@ where
             continue;
         }
         // Step 2: count in as idle and register for the wake-up before claiming again.
-        let _idle = Idle::enter(&shared.idle);
+        let idle = Idle::enter(&shared.idle);
         let mut woken = pin!(shared.wake.notified());
         woken.as_mut().enable();
         let Some(claim) = store_call(&shared, || shared.store.claim(shared.clock.now())).await
@@ -73,7 +73,7 @@ where
             return;
         };
         if let Some(claim) = claim {
-            drop(_idle);
+            drop(idle);
             serve(&shared, &token, claim).await;
             continue;
         }

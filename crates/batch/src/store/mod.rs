@@ -201,7 +201,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// When to claim next if nothing else wakes the workers: the earliest retry time of a job
     /// that waits only for it, or the earliest lease to lapse, if any. A shared store may also
-    /// return a bounded fallback poll time here.
+    /// return a bounded fallback poll time here. A time at or before now promises that a
+    /// claim now finds work (or consumes the reason for that time, as a rescue does);
+    /// otherwise idle workers would wake again at once.
     fn next_wakeup(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send;
 
     /// Resolves when another process may have made a job claimable (a submit, a stored target

@@ -522,9 +522,10 @@ async fn close_refuses_new_jobs_drops_queued_ones_and_lets_running_ones_finish()
 // The runtime going away.
 
 #[test]
-fn a_job_whose_runtime_shuts_down_ends_with_closed_and_frees_its_slot() {
+fn jobs_whose_runtime_shuts_down_end_with_closed_and_free_their_slots() {
     let pool = TestPool::new(1, 1, WAIT);
     let jobs = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .unwrap();
     let waiters = tokio::runtime::Builder::new_current_thread()
@@ -532,23 +533,32 @@ fn a_job_whose_runtime_shuts_down_ends_with_closed_and_frees_its_slot() {
         .start_paused(true)
         .build()
         .unwrap();
-    let (_gate, job) = gated();
-    let starter = {
+    let (_a, a_job) = gated();
+    let (b, b_job) = gated();
+    let starters = {
         let pool = pool.clone();
-        jobs.spawn(async move { pool.run("a", "alice", job).await })
+        jobs.spawn(async move {
+            // "b" queues behind "a"; neither ever ends by itself.
+            tokio::join!(pool.run("a", "alice", a_job), pool.run("b", "bob", b_job))
+        })
     };
     jobs.block_on(settle());
-    assert_eq!(pool.running(), 1);
-    let joiner = {
+    assert_eq!(counters(&pool), (1, 1));
+    let joiners = {
         let pool = pool.clone();
-        waiters.spawn(async move { pool.join(&"a").await })
+        waiters.spawn(async move { tokio::join!(pool.join(&"a"), pool.join(&"b")) })
     };
     waiters.block_on(settle());
-    assert_eq!(pool.waiting(&"a"), 2);
+    assert_eq!((pool.waiting(&"a"), pool.waiting(&"b")), (2, 2));
+    // Dropping the runtime drops the job task of "a": its slot frees, "b" is promoted and
+    // spawned on the runtime being shut down, which drops it too.
     drop(jobs);
-    assert_eq!(counters(&pool), (0, 0), "the slot is not lost");
-    assert_eq!(waiters.block_on(joiner).unwrap(), Some(Err(Error::Closed)));
-    drop(starter);
+    assert_eq!(counters(&pool), (0, 0), "no slot is lost");
+    assert_eq!(b.calls(), 0, "b's task was dropped before its first poll");
+    let (a_outcome, b_outcome) = waiters.block_on(joiners).unwrap();
+    assert_eq!(a_outcome, Some(Err(Error::Closed)));
+    assert_eq!(b_outcome, Some(Err(Error::Closed)));
+    drop(starters);
 }
 
 // Construction.

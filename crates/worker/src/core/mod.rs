@@ -77,7 +77,8 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::sync::{
-    Arc, Condvar, Mutex, MutexGuard, lock, thread, thread_local, wait, wait_timeout,
+    Arc, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, lock, thread, thread_local, wait,
+    wait_timeout,
 };
 
 /// A task as the queue stores it: boxed once, outside the lock.
@@ -147,6 +148,8 @@ struct State {
     workers: usize,
     idle: usize,
     wakeups: usize,
+    /// Idle workers spinning (lock released) before they sleep; they need no notification.
+    spinning: usize,
     running: usize,
     spawning: usize,
     closing: bool,
@@ -271,6 +274,11 @@ pub(crate) struct Shared {
     work: Condvar,
     room: Condvar,
     done: Condvar,
+    /// A copy of `State::wakeups`, written under the lock, read by spinning idle workers
+    /// without it.
+    token_hint: AtomicUsize,
+    /// A copy of `State::finished`, written under the lock, read by spinning submitters.
+    finished_hint: AtomicUsize,
     /// Notified after every transition, so tests can wait for a state without sleeping.
     #[cfg(test)]
     observe: Condvar,
@@ -317,6 +325,7 @@ impl Shared {
                 workers: 0,
                 idle: 0,
                 wakeups: 0,
+                spinning: 0,
                 running: 0,
                 spawning: 0,
                 closing: false,
@@ -330,6 +339,8 @@ impl Shared {
             work: Condvar::new(),
             room: Condvar::new(),
             done: Condvar::new(),
+            token_hint: AtomicUsize::new(0),
+            finished_hint: AtomicUsize::new(0),
             #[cfg(test)]
             observe: Condvar::new(),
             #[cfg(test)]
@@ -357,6 +368,18 @@ impl Shared {
         self.observe.notify_all();
     }
 
+    /// Records a claim on an idle worker (`wakeups += 1`) and its lock-free copy.
+    fn give_token(&self, state: &mut State) {
+        state.wakeups += 1;
+        self.token_hint.store(state.wakeups, Ordering::Release);
+    }
+
+    /// Consumes a claim (`wakeups -= 1`) and updates its lock-free copy.
+    fn take_token(&self, state: &mut State) {
+        state.wakeups -= 1;
+        self.token_hint.store(state.wakeups, Ordering::Release);
+    }
+
     fn unlock_checked(&self, state: MutexGuard<'_, State>) {
         state.check(&self.config);
         drop(state);
@@ -369,6 +392,7 @@ impl Shared {
     /// worker is claimed or a new worker is reserved (rule 1).
     pub(crate) fn submit(this: &Arc<Self>, task: Task, wait: Wait) -> Result<(), Rejected> {
         let limit = this.config.max + this.config.capacity;
+        let mut spun = false;
         let mut state = lock(&this.state);
         loop {
             if state.closing {
@@ -376,6 +400,15 @@ impl Shared {
             }
             if state.queue.len() + state.running < limit {
                 break;
+            }
+            if wait_spins_first(wait, &mut spun) {
+                // Spin a little before blocking: a blocked submitter costs every finishing
+                // worker a notification and itself a sleep, per task.
+                let finished = state.finished as usize;
+                drop(state);
+                spin_until(|| this.finished_hint.load(Ordering::Acquire) != finished);
+                state = lock(&this.state);
+                continue;
             }
             match wait {
                 Wait::No => return Err(Rejected::Full(task)),
@@ -400,9 +433,14 @@ impl Shared {
         state.queue.push_back(task);
         if state.idle > 0 {
             state.idle -= 1;
-            state.wakeups += 1;
+            this.give_token(&mut state);
+            // Spinning idle workers look for tokens themselves; wake a sleeper only for the
+            // tokens they cannot cover.
+            let wake = state.wakeups > state.spinning;
             this.unlock_checked(state);
-            this.work.notify_one();
+            if wake {
+                this.work.notify_one();
+            }
         } else if state.workers < this.config.max {
             let id = state.reserve_worker();
             this.unlock_checked(state);
@@ -439,6 +477,8 @@ impl Shared {
                 state.running -= 1;
                 state.workers -= 1;
                 state.finished += 1;
+                self.finished_hint
+                    .store(state.finished as usize, Ordering::Release);
                 continue;
             }
             let handles: Vec<_> = state
@@ -492,6 +532,36 @@ impl Shared {
             let now = Instant::now();
             assert!(now < deadline, "pool never reached `{what}`: {counters:?}");
             state = wait_timeout(&self.observe, state, deadline - now).0;
+        }
+    }
+}
+
+/// Whether a waiting submitter should spin once before blocking (the first time it finds
+/// the pool full in this call).
+fn wait_spins_first(wait: Wait, spun: &mut bool) -> bool {
+    let spins = !matches!(wait, Wait::No) && !*spun;
+    *spun = true;
+    spins
+}
+
+/// Spin steps before a thread blocks: `1 << step` spin hints for the first six steps, then a
+/// `yield_now` each (a few microseconds in all; the yields leave the CPU to the threads that
+/// can make progress when threads outnumber cores). One step under loom: the protocol is the
+/// same, only shorter.
+const SPIN_STEPS: u32 = if cfg!(all(test, loom)) { 1 } else { 10 };
+
+/// Spins until `done` or the spin budget is spent.
+fn spin_until(done: impl Fn() -> bool) {
+    for step in 0..SPIN_STEPS {
+        if done() {
+            return;
+        }
+        if step < 6 {
+            for _ in 0..1u32 << step {
+                std::hint::spin_loop();
+            }
+        } else {
+            thread::yield_now();
         }
     }
 }

@@ -48,7 +48,7 @@ pub(super) fn spawn_worker(shared: &Arc<Shared>, id: usize, role: Role, reap: Re
                 if state.idle > 0 {
                     state.idle -= 1;
                 } else {
-                    state.wakeups -= 1;
+                    shared.take_token(&mut state);
                 }
             }
             state.threads.retain(|slot| slot.id != id);

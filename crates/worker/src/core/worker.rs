@@ -3,8 +3,8 @@
 //! exit (rule 3) or go idle.
 
 use super::spawn::{Reap, Role, spawn_worker};
-use super::{CURRENT_POOL, Shared, State, Task};
-use crate::sync::{Arc, MutexGuard, lock, wait, wait_timeout};
+use super::{CURRENT_POOL, Shared, State, Task, spin_until};
+use crate::sync::{Arc, MutexGuard, Ordering, lock, wait, wait_timeout};
 
 /// Runs one task, turning its panic into a log line (rule 4): the worker goes on.
 pub(crate) fn run_task(task: Task) {
@@ -72,6 +72,9 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
 fn finish_task(shared: &Shared, state: &mut MutexGuard<'_, State>) {
     state.running -= 1;
     state.finished += 1;
+    shared
+        .finished_hint
+        .store(state.finished as usize, Ordering::Release);
     if state.blocked_submitters > 0 {
         shared.room.notify_one();
     }
@@ -89,11 +92,22 @@ fn idle_wait<'a>(
         state.check(&shared.config);
         shared.changed();
     }
+    if state.wakeups == 0 && !state.closing {
+        // Spin a little before sleeping: a submitter that claims a spinning worker skips the
+        // notification (a syscall), which dominates the cost of short tasks.
+        state.spinning += 1;
+        drop(state);
+        spin_until(|| shared.token_hint.load(Ordering::Acquire) > 0);
+        state = lock(&shared.state);
+        state.spinning -= 1;
+    }
     let mut timed_out = false;
     loop {
-        // A claim wins over closing and over the timeout: the claimer counted on us.
+        // A claim wins over closing and over the timeout: the claimer counted on us. A
+        // spinner that ends its spin always passes here before sleeping, so no token it was
+        // counted for is left behind.
         if state.wakeups > 0 {
-            state.wakeups -= 1;
+            shared.take_token(&mut state);
             return (state, false);
         }
         if state.closing {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -29,6 +29,8 @@ pub(crate) struct Shared<T, O, F, S> {
     pub(crate) wake: Notify,
     /// Cancelled by close (and by dropping the runner): the fetch token and the workers' exit.
     pub(crate) shutdown: CancellationToken,
+    /// Set (before `shutdown` is cancelled) by close and drop: the workers' cheap loop check.
+    pub(crate) closed: AtomicBool,
     /// Targets this runner has in flight, for `Hooks::inflight`.
     pub(crate) in_flight: AtomicUsize,
     /// Workers between a failed claim and their wake-up (see `worker::Idle`).
@@ -73,7 +75,7 @@ impl<T, O, F, S> fmt::Debug for Runner<T, O, F, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runner")
             .field("config", &self.shared.config)
-            .field("closed", &self.shared.shutdown.is_cancelled())
+            .field("closed", &self.shared.closed.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
@@ -113,6 +115,7 @@ where
             clock,
             wake: Notify::new(),
             shutdown: CancellationToken::new(),
+            closed: AtomicBool::new(false),
             in_flight: AtomicUsize::new(0),
             idle: AtomicUsize::new(0),
             _types: PhantomData,
@@ -142,7 +145,7 @@ where
     /// Dropping the future may or may not have submitted the job (a database store may have
     /// committed it); the caller then has a live job it does not know the id of.
     pub async fn submit(&self, caller: &Caller, targets: &[T]) -> Result<JobId, SubmitError> {
-        if self.shared.shutdown.is_cancelled() {
+        if self.shared.closed.load(Ordering::Acquire) {
             return Err(SubmitError::Closed);
         }
         let max = self.shared.config.max_targets;
@@ -256,6 +259,7 @@ where
     /// Cancel safe: the close itself happens at the first poll; dropping the future only stops
     /// the waiting, and calling `close` again waits again.
     pub async fn close(&self) {
+        self.shared.closed.store(true, Ordering::Release);
         self.shared.shutdown.cancel();
         self.shared.wake.notify_waiters();
         self.workers.wait().await;
@@ -270,6 +274,7 @@ where
 impl<T, O, F, S> Drop for Runner<T, O, F, S> {
     /// Asks the workers to stop (as `close` does) without waiting for them.
     fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
         self.shared.shutdown.cancel();
         self.shared.wake.notify_waiters();
     }

@@ -28,6 +28,7 @@ use crate::hooks::TargetOutcome;
 use crate::job::TargetState;
 use crate::runner::Shared;
 use crate::store::{Claim, Completion, Store};
+use crate::time::Timestamp;
 
 /// The error text a panicking fetch leaves in its target.
 pub(crate) const INTERNAL_ERROR: &str = "internal error";
@@ -52,29 +53,29 @@ where
     // cancels its own token stops no other worker and never the runner. Replaced if a fetch
     // cancelled it; one per worker, not per fetch, to keep the close token's lock cold.
     let mut token = shared.shutdown.child_token();
-    while !shared.shutdown.is_cancelled() {
-        if token.is_cancelled() {
-            token = shared.shutdown.child_token();
-        }
-        let Some(claim) = store_call(&shared, || shared.store.claim(shared.clock.now())).await
-        else {
+    // `closed` is a plain flag: a token's `is_cancelled` takes its tree's lock.
+    // Serving a target ends with a clock reading; the next claim reuses it (one clock read
+    // less per target: measurable on the hot path).
+    let mut now = shared.clock.now();
+    while !shared.closed.load(Ordering::Acquire) {
+        let Some(claim) = store_call(&shared, || shared.store.claim(now)).await else {
             return;
         };
         if let Some(claim) = claim {
-            serve(&shared, &token, claim).await;
+            now = serve(&shared, &mut token, claim).await;
             continue;
         }
         // Step 2: count in as idle and register for the wake-up before claiming again.
         let idle = Idle::enter(&shared.idle);
         let mut woken = pin!(shared.wake.notified());
         woken.as_mut().enable();
-        let Some(claim) = store_call(&shared, || shared.store.claim(shared.clock.now())).await
-        else {
+        now = shared.clock.now();
+        let Some(claim) = store_call(&shared, || shared.store.claim(now)).await else {
             return;
         };
         if let Some(claim) = claim {
             drop(idle);
-            serve(&shared, &token, claim).await;
+            now = serve(&shared, &mut token, claim).await;
             continue;
         }
         let Some(wake_at) = store_call(&shared, || shared.store.next_wakeup()).await else {
@@ -92,6 +93,7 @@ where
             () = shared.store.changed() => {}
             () = shared.shutdown.cancelled() => return,
         }
+        now = shared.clock.now();
     }
 }
 
@@ -146,8 +148,12 @@ where
     }
 }
 
-/// Fetches and stores one claimed target.
-async fn serve<T, O, F, S>(shared: &Shared<T, O, F, S>, token: &CancellationToken, claim: Claim)
+/// Fetches and stores one claimed target; the clock reading taken when the fetch ended.
+async fn serve<T, O, F, S>(
+    shared: &Shared<T, O, F, S>,
+    token: &mut CancellationToken,
+    claim: Claim,
+) -> Timestamp
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
@@ -164,15 +170,19 @@ where
         hooks.rescued();
     }
     hooks.inflight(shared.in_flight.fetch_add(1, Ordering::Relaxed) + 1);
-    let started = tokio::time::Instant::now();
+    let started = shared.clock.now();
     let attempt = attempt(shared, token, &claim).await;
-    let elapsed = started.elapsed();
+    if token.is_cancelled() {
+        // The fetch cancelled its own token: later fetches get a fresh one.
+        *token = shared.shutdown.child_token();
+    }
     let now = shared.clock.now();
+    let elapsed = now.saturating_since(started);
     let result = match attempt {
         // Closing most likely made the fetch fail: not the target's fault. It stays pending
         // for the next runner over this store.
         Attempt::Result(TargetState::Failed { .. }) | Attempt::Busy
-            if shared.shutdown.is_cancelled() =>
+            if shared.closed.load(Ordering::Acquire) =>
         {
             None
         }
@@ -190,7 +200,7 @@ where
                 let _ = store_call(shared, call).await;
                 hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
                 shared.wake_idle();
-                return;
+                return now;
             }
         }
         Attempt::Result(result) => Some(result),
@@ -198,7 +208,7 @@ where
     let Some(result) = result else {
         let _ = store_call(shared, || shared.store.release(&claim, now)).await;
         hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
-        return;
+        return now;
     };
     let outcome = match result {
         TargetState::Done { .. } => TargetOutcome::Done,
@@ -234,6 +244,7 @@ where
         None => {}
     }
     shared.wake_idle();
+    now
 }
 
 /// Runs the fetch for `claim`, catching panics and renewing a lease while it runs.

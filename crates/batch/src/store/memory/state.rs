@@ -38,6 +38,7 @@
 //! restored (checked by `debug_assert`s in debug builds).
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +46,31 @@ use crate::error::SubmitError;
 use crate::job::{Caller, Job, JobId, JobStatus, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
 use crate::time::Timestamp;
+
+/// Hashes job ids with one multiply (the Fx hash) instead of SipHash: the store mints the ids
+/// itself, in order, so there is no hash-flooding input to defend against, and the two
+/// lookups per target are on the hot path.
+#[derive(Debug, Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Job entries by raw id.
+type Jobs = HashMap<u64, Entry, BuildHasherDefault<IdHasher>>;
 
 /// One job in memory.
 #[derive(Debug)]
@@ -75,7 +101,7 @@ struct Entry {
 /// Everything the in-memory store holds.
 #[derive(Debug, Default)]
 pub(crate) struct State {
-    jobs: HashMap<u64, Entry>,
+    jobs: Jobs,
     ready: BTreeSet<u64>,
     waiting: BTreeSet<(Timestamp, u64)>,
     /// The next scan starts at the first ready id at or above this.

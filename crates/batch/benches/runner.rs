@@ -72,23 +72,30 @@ async fn spawn_each(total: usize) {
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let multi = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    // One thread: no cross-thread wake-ups, so the ratio shows the runner's own work.
+    let single = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .unwrap();
     let callers: Vec<Caller> = (0..JOBS).map(|i| Caller::new(format!("c{i}"))).collect();
     let targets: Vec<u32> = (0..TARGETS_PER_JOB as u32).collect();
-    let mut group = c.benchmark_group("10k_targets_100_jobs");
-    group.sample_size(10);
-    group.throughput(Throughput::Elements((JOBS * TARGETS_PER_JOB) as u64));
-    group.bench_function("runner_memory_store_4_workers", |b| {
-        b.iter(|| rt.block_on(run_batch(&callers, &targets)));
-    });
-    group.bench_function("tokio_spawn_per_target", |b| {
-        b.iter(|| rt.block_on(spawn_each(JOBS * TARGETS_PER_JOB)));
-    });
-    group.finish();
+    for (name, rt) in [("multi_thread_2", &multi), ("current_thread", &single)] {
+        let mut group = c.benchmark_group(format!("10k_targets_100_jobs/{name}"));
+        group.sample_size(10);
+        group.throughput(Throughput::Elements((JOBS * TARGETS_PER_JOB) as u64));
+        group.bench_function("runner_memory_store_4_workers", |b| {
+            b.iter(|| rt.block_on(run_batch(&callers, &targets)));
+        });
+        group.bench_function("tokio_spawn_per_target", |b| {
+            b.iter(|| rt.block_on(spawn_each(JOBS * TARGETS_PER_JOB)));
+        });
+        group.finish();
+    }
 }
 
 mod benches {

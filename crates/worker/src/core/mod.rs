@@ -406,7 +406,12 @@ impl Shared {
                 // worker a notification and itself a sleep, per task.
                 let finished = state.finished as usize;
                 drop(state);
-                spin_until(|| this.finished_hint.load(Ordering::Acquire) != finished);
+                spin_until(|| {
+                    this.finished_hint
+                        .load(Ordering::Acquire)
+                        .wrapping_sub(finished)
+                        >= ROOM_BATCH
+                });
                 state = lock(&this.state);
                 continue;
             }
@@ -535,6 +540,11 @@ impl Shared {
         }
     }
 }
+
+/// How many tasks a spinning submitter lets finish before it looks again (unless the spin
+/// budget runs out first): workers drain a few tasks without the submitter contending for the
+/// lock, then the submitter's next calls find room at once.
+const ROOM_BATCH: usize = 8;
 
 /// Whether a waiting submitter should spin once before blocking (the first time it finds
 /// the pool full in this call).

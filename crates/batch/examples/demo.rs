@@ -37,7 +37,7 @@ where
     let targets: Vec<String> = job
         .targets
         .iter()
-        .map(|(target, state)| format!("{target}={}", state.word()))
+        .map(|t| format!("{}={}", t.target_json, t.state.word()))
         .collect();
     println!(
         "job {name}: {:<9} {}",

@@ -186,16 +186,25 @@ pub struct Job {
     pub created: SystemTime,
     /// When its status or a target last changed.
     pub updated: SystemTime,
-    /// Every target in submit order, with the target's own JSON.
-    pub targets: Vec<(String, TargetState)>,
+    /// Every target in submit order.
+    pub targets: Vec<TargetEntry>,
+}
+
+/// One target of a [`Job`] snapshot: the target as submitted, and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetEntry {
+    /// The target, as JSON.
+    pub target_json: String,
+    /// Pending, or its stored result.
+    pub state: TargetState,
 }
 
 impl Job {
     /// How many targets are pending, done and failed.
     pub fn counts(&self) -> Counts {
         let mut counts = Counts::default();
-        for (_, state) in &self.targets {
-            match state {
+        for target in &self.targets {
+            match target.state {
                 TargetState::Pending => counts.pending += 1,
                 TargetState::Done { .. } => counts.done += 1,
                 TargetState::Failed { .. } => counts.failed += 1,

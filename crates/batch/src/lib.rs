@@ -20,7 +20,7 @@ pub use error::{
 };
 pub use fetch::{Fetch, FetchError};
 pub use hooks::{Hooks, NoHooks, TargetOutcome};
-pub use job::{Caller, Counts, Job, JobId, JobStatus, TargetState};
+pub use job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
 pub use runner::Runner;
 pub use store::{MemoryStore, Store};
 pub use time::Timestamp;

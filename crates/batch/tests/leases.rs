@@ -105,11 +105,11 @@ async fn a_runner_that_lost_its_lease_stores_nothing() {
     let job = runner.status(id, &ann).await.unwrap();
     assert_eq!(job.status, JobStatus::Done);
     assert_eq!(
-        job.targets[0].1.output::<String>().unwrap().unwrap(),
+        job.targets[0].state.output::<String>().unwrap().unwrap(),
         "rescuer"
     );
     assert_eq!(
-        job.targets[1].1.output::<String>().unwrap().unwrap(),
+        job.targets[1].state.output::<String>().unwrap().unwrap(),
         "got next"
     );
     assert_eq!(store.rescued(), 1);

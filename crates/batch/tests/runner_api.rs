@@ -75,7 +75,7 @@ async fn a_panic_while_building_the_future_is_an_internal_error() {
     let job = runner.status(id, &ann).await.unwrap();
     assert_eq!(job.status, JobStatus::Partial);
     assert_eq!(
-        job.targets[0].1,
+        job.targets[0].state,
         batch::TargetState::Failed {
             error: "internal error".into(),
             hint: None

@@ -159,12 +159,12 @@ async fn many_jobs_random_cancels_invariants_hold() {
             let stored = snapshot
                 .targets
                 .iter()
-                .filter(|(_, s)| s.word() != "pending")
+                .filter(|t| t.state.word() != "pending")
                 .count();
             assert!(
                 snapshot.targets[stored..]
                     .iter()
-                    .all(|(_, s)| s.word() == "pending")
+                    .all(|t| t.state.word() == "pending")
             );
             assert!(
                 fetched.iter().all(|&i| i <= stored),
@@ -172,9 +172,9 @@ async fn many_jobs_random_cancels_invariants_hold() {
             );
         } else {
             assert_eq!(snapshot.status, JobStatus::Done, "job {job}");
-            for (index, (_, state)) in snapshot.targets.iter().enumerate() {
+            for (index, target) in snapshot.targets.iter().enumerate() {
                 assert_eq!(
-                    state.output::<usize>().unwrap().unwrap(),
+                    target.state.output::<usize>().unwrap().unwrap(),
                     job * 1000 + index
                 );
             }

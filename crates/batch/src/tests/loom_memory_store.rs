@@ -92,7 +92,7 @@ fn loom_two_workers_and_a_cancel() {
                 assert!(
                     job_a.targets[stored..]
                         .iter()
-                        .all(|(_, t)| *t == TargetState::Pending),
+                        .all(|t| t.state == TargetState::Pending),
                     "stored targets form a prefix"
                 );
             }

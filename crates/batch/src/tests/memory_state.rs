@@ -85,7 +85,7 @@ fn stale_tokens_store_nothing() {
         Completion::Stored { .. }
     ));
     let job = s.status(a, &Caller::new("a")).unwrap();
-    assert_eq!(job.targets[0].1, done("new"));
+    assert_eq!(job.targets[0].state, done("new"));
 }
 
 #[test]

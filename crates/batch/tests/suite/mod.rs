@@ -121,15 +121,15 @@ pub async fn started(recorder: &Recorder, name: &str) {
 }
 
 fn words(job: &Job) -> Vec<&'static str> {
-    job.targets.iter().map(|(_, state)| state.word()).collect()
+    job.targets.iter().map(|t| t.state.word()).collect()
 }
 
 fn outputs(job: &Job) -> Vec<String> {
     job.targets
         .iter()
-        .map(|(_, state)| match state.output::<String>() {
+        .map(|t| match t.state.output::<String>() {
             Some(output) => output.unwrap(),
-            None => format!("<{}>", state.word()),
+            None => format!("<{}>", t.state.word()),
         })
         .collect()
 }
@@ -242,7 +242,7 @@ pub async fn busy_beyond_retry_for_fails<S: Store>(make: impl Fn() -> S) {
     assert_eq!(recorder.attempts("a1"), 4);
     assert_eq!(job.status, JobStatus::Partial);
     assert_eq!(
-        job.targets[0].1,
+        job.targets[0].state,
         TargetState::Failed {
             error: batch::FetchError::RetryLater.to_string(),
             hint: None
@@ -295,7 +295,7 @@ pub async fn cancel_running_job<S: Store>(make: impl Fn() -> S) {
     );
     recorder.release.add_permits(1);
     wait_for("a1 to be stored", async || {
-        runner.status(a, &ann).await.unwrap().targets[0].1 != TargetState::Pending
+        runner.status(a, &ann).await.unwrap().targets[0].state != TargetState::Pending
     })
     .await;
     let job = runner.status(a, &ann).await.unwrap();
@@ -343,7 +343,7 @@ pub async fn panic_becomes_internal_error<S: Store>(make: impl Fn() -> S) {
     let job = ended(&runner, a, &ann).await;
     assert_eq!(job.status, JobStatus::Partial);
     assert_eq!(
-        job.targets[0].1,
+        job.targets[0].state,
         TargetState::Failed {
             error: "internal error".into(),
             hint: None
@@ -371,21 +371,21 @@ pub async fn failures_are_stored_with_their_text<S: Store>(make: impl Fn() -> S)
     let job = ended(&runner, a, &ann).await;
     assert_eq!(job.status, JobStatus::Failed);
     assert_eq!(
-        job.targets[0].1,
+        job.targets[0].state,
         TargetState::Failed {
             error: "no a1".into(),
             hint: Some("check a1".into())
         }
     );
     assert_eq!(
-        job.targets[1].1,
+        job.targets[1].state,
         TargetState::Failed {
             error: "other a2".into(),
             hint: None
         }
     );
     assert_eq!(
-        job.targets[0].0,
+        job.targets[0].target_json,
         serde_json::to_string(&targets("a", &[Plan::Fail])[0]).unwrap()
     );
     runner.close().await;

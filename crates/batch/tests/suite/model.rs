@@ -317,7 +317,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
     let statuses: Vec<JobStatus> = snapshots.iter().map(|j| j.status).collect();
     let states: Vec<Vec<&'static str>> = snapshots
         .iter()
-        .map(|j| j.targets.iter().map(|(_, s)| s.word()).collect())
+        .map(|j| j.targets.iter().map(|t| t.state.word()).collect())
         .collect();
     if case.workers == 1 {
         prop_assert_eq!(&log, &predicted.log, "fetch order");
@@ -353,7 +353,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
     let stored_failed = snapshots
         .iter()
         .flat_map(|j| &j.targets)
-        .filter(|(_, s)| matches!(s, TargetState::Failed { .. }))
+        .filter(|t| matches!(t.state, TargetState::Failed { .. }))
         .count();
     prop_assert!(stored_failed <= predicted.stored);
     Ok(())

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::SubmitError;
-use crate::job::{Caller, Job, JobId, JobStatus, TargetState};
+use crate::job::{Caller, Job, JobId, JobStatus, TargetEntry, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
 use crate::time::Timestamp;
 
@@ -379,8 +379,11 @@ impl State {
             targets: entry
                 .targets
                 .iter()
-                .map(|t| t.to_string())
-                .zip(entry.results.iter().cloned())
+                .zip(&entry.results)
+                .map(|(target, state)| TargetEntry {
+                    target_json: target.to_string(),
+                    state: state.clone(),
+                })
                 .collect(),
         })
     }

@@ -6,28 +6,34 @@
 //! # States of a worker
 //!
 //! ```text
-//!            spawn reserved (workers += 1)
-//!                 │
-//!                 ▼
-//!   ┌──────── Starting ─────────────┐  pops the queue head, or finds it empty
-//!   │                               ▼
-//!   │     ┌──── Running ◄───── (pop: queue non-empty) ◄───┐
-//!   │     │ task done                                      │
-//!   │     ▼                                                │
-//!   │   queue empty? ── no ────────────────────────────────┘
-//!   │     │ yes
-//!   │     ├─ closing, or (workers > min and idle > min/2) ──► Exited
-//!   │     ▼
-//!   └──► Idle ── claimed by a submitter (idle -= 1, wakeups += 1) ──► Claimed ──► pop
-//!         ├── closing ───────────────────────────────────────────────► (pop or Exited)
-//!         └── keep_alive elapsed and workers > min ──────────────────► Exited
+//!   reserved by a submit (workers += 1)      one of `min`, reserved at build
+//!                 │                          (workers += 1, idle += 1)
+//!                 ▼                                      │
+//!             Starting ── pops the queue head ──┐        │
+//!                 │ queue empty                 ▼        │
+//!                 │              ┌──────────► Running    │
+//!                 │              │ pop           │ task done (same critical section)
+//!                 ▼              │               ▼        │
+//!        exit check ◄── queue empty ◄── queue non-empty? ─┘ (yes: pop the next one)
+//!          │ workers > min and idle > min/2 (idle: the *other* idle workers)
+//!          ├──────────────────────────────────────────────────────► Exited
+//!          │ else
+//!          ▼
+//!         Idle: spinning (lock released, a few µs) then sleeping on `work`
+//!          ├── claimed by a submit (idle -= 1, wakeups += 1) ──► Claimed ──► pop or exit check
+//!          ├── closing ─────────────────────────────────────────► pop the rest, then Exited
+//!          └── keep_alive elapsed, no claim, workers > min ─────► Exited
 //! ```
 //!
 //! `starting = workers - idle - wakeups - running` counts Starting workers (their thread is
-//! being created or has not taken the lock yet) and Claimed-but-not-yet-popped ones are
-//! `wakeups`. A worker whose task panicked is still Running until it re-takes the lock: the
-//! panic was caught. A worker thread that dies outside a task leaves through
-//! [`worker::DeathGuard`], which undoes its counts and starts a replacement if tasks wait.
+//! being created or has not taken the lock yet); Claimed-but-not-yet-popped ones are
+//! `wakeups`, a count of tokens rather than names: whichever idle worker wakes first takes
+//! one. `spinning` counts the idle workers still spinning, which need no notification; a
+//! submit notifies `work` only when `wakeups > spinning`, and a spinner re-checks the tokens
+//! under the lock before it sleeps. A worker whose task panicked is still Running until it
+//! re-takes the lock: the panic was caught. A worker thread that dies outside a task leaves
+//! through `worker::DeathGuard`, which undoes its counts and starts a replacement if tasks
+//! wait.
 //!
 //! # Invariants (checked by `State::check` after every transition)
 //!
@@ -58,14 +64,17 @@
 //! paired with `state`:
 //! - `work`: idle workers wait here; a submitter that claims one calls `notify_one`.
 //! - `room`: submitters blocked on a full pool; a finished task notifies one when
-//!   `blocked_submitters > 0`; closing notifies all.
+//!   `blocked_submitters > 0`; closing notifies all. Before blocking, a submitter spins (lock
+//!   released) while a few tasks finish, watching `finished_hint`.
 //! - `done`: closers, woken when the last worker leaves or a join round finishes.
 //!
 //! # After the lock is dropped
 //!
 //! Tasks run, threads are spawned and joined, `tracing` logs, and condvars are notified only
 //! outside the lock (a notification that needs a decision made under the lock is recorded
-//! there first, as the `wakeups` token). Nothing outside the lock reads `State`.
+//! there first, as the `wakeups` token). Nothing outside the lock reads `State`; spinners
+//! read two atomic copies (`token_hint`, `finished_hint`) written under it, as hints only:
+//! every decision is re-made under the lock.
 
 mod spawn;
 mod worker;

@@ -54,8 +54,19 @@ impl Builder {
 
     /// The prefix of worker thread names: workers are named `"{name}-{index}"`, the index
     /// counting every worker the pool ever started. Default `"worker"`.
+    ///
+    /// # Panics
+    ///
+    /// If `name` contains a NUL byte, which no OS thread name can hold (a caller bug, caught
+    /// here rather than at the first thread spawn).
+    #[track_caller]
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
-        self.thread_name = name.into();
+        let name = name.into();
+        assert!(
+            !name.contains('\0'),
+            "a thread name cannot contain a NUL byte"
+        );
+        self.thread_name = name;
         self
     }
 
@@ -89,7 +100,7 @@ impl Builder {
         let config = Config {
             min: self.min,
             max: self.max,
-            capacity: self.max / 2 + self.submit_buffer,
+            capacity: (self.max / 2).saturating_add(self.submit_buffer),
             keep_alive: self.keep_alive,
             thread_name: self.thread_name,
         };

@@ -183,7 +183,7 @@ impl State {
         );
         debug_assert!(self.workers <= config.max, "inv 1: more than max workers");
         debug_assert!(
-            self.queue.len() + self.running <= config.max + config.capacity,
+            self.queue.len() + self.running <= config.max.saturating_add(config.capacity),
             "inv 2: more unfinished tasks than the capacity rule allows"
         );
         debug_assert!(
@@ -400,7 +400,7 @@ impl Shared {
     /// On acceptance the task is queued and, in the same critical section, either an idle
     /// worker is claimed or a new worker is reserved (rule 1).
     pub(crate) fn submit(this: &Arc<Self>, task: Task, wait: Wait) -> Result<(), Rejected> {
-        let limit = this.config.max + this.config.capacity;
+        let limit = this.config.max.saturating_add(this.config.capacity);
         let mut spun = false;
         let mut state = lock(&this.state);
         loop {
@@ -558,7 +558,12 @@ const ROOM_BATCH: usize = 8;
 /// Whether a waiting submitter should spin once before blocking (the first time it finds
 /// the pool full in this call).
 fn wait_spins_first(wait: Wait, spun: &mut bool) -> bool {
-    let spins = !matches!(wait, Wait::No) && !*spun;
+    let may_wait = match wait {
+        Wait::No => false,
+        Wait::Forever => true,
+        Wait::Until(deadline) => Instant::now() < deadline,
+    };
+    let spins = may_wait && !*spun;
     *spun = true;
     spins
 }

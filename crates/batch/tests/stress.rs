@@ -50,7 +50,7 @@ struct Seen {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_jobs_random_cancels_invariants_hold() {
     let small = std::env::var("TEST_SCALE").is_ok_and(|v| v == "small");
-    let (jobs, per_job) = if small { (12, 10) } else { (80, 40) };
+    let (jobs, per_job) = if small { (30, 20) } else { (80, 40) };
     let seen = Arc::new(Seen::default());
     let fetch = {
         let seen = Arc::clone(&seen);

@@ -53,7 +53,9 @@ impl FetchError {
 /// it needs first. Implement the trait by hand for a future that borrows them.
 ///
 /// The token is cancelled when the runner closes: return soon after (any result; one that is
-/// an error is not stored, and the target stays pending).
+/// an error is not stored, and the target stays pending). With a store that grants leases it
+/// is also cancelled when this fetch's lease is lost. It is a child of the runner's own token:
+/// cancelling it from inside a fetch stops neither the runner nor other fetches.
 ///
 /// A panic in `fetch` or in its future is caught: the target is stored failed with the error
 /// `internal error`, and the panic's message goes to `tracing` only.

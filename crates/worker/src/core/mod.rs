@@ -571,8 +571,12 @@ fn wait_spins_first(wait: Wait, spun: &mut bool) -> bool {
 /// Spin steps before a thread blocks: `1 << step` spin hints for the first six steps, then a
 /// `yield_now` each (a few microseconds in all; the yields leave the CPU to the threads that
 /// can make progress when threads outnumber cores). One step under loom: the protocol is the
-/// same, only shorter.
-const SPIN_STEPS: u32 = if cfg!(all(test, loom)) { 1 } else { 10 };
+/// same, only shorter; one under Miri too, whose scheduler makes spinning pure cost.
+const SPIN_STEPS: u32 = if cfg!(any(all(test, loom), miri)) {
+    1
+} else {
+    10
+};
 
 /// Spins until `done` or the spin budget is spent.
 fn spin_until(done: impl Fn() -> bool) {

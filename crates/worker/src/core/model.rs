@@ -186,8 +186,21 @@ fn config() -> impl Strategy<Value = (usize, usize, usize)> {
     (1usize..=4, 0usize..=3).prop_flat_map(|(max, buffer)| (0..=max, Just(max), Just(buffer)))
 }
 
+/// The default config (it reads `PROPTEST_CASES`), without failure files under Miri, whose
+/// isolation forbids the file system.
+fn proptest_config() -> ProptestConfig {
+    let mut config = ProptestConfig::default();
+    if cfg!(miri) {
+        config.failure_persistence = None;
+    }
+    config
+}
+
 proptest! {
+    #![proptest_config(proptest_config())]
+
     #[test]
+    #[cfg_attr(miri, ignore = "proptest's runner takes minutes per case under Miri; the fixed sequences below run there")]
     fn pool_follows_the_reference_model(
         (min, max, buffer) in config(),
         ops in proptest::collection::vec(op(), 0..30),
@@ -205,4 +218,20 @@ fn model_example_two_workers_one_waiting_place() {
         0,
         &[Submit, Submit, Submit, Submit, Finish(0), Finish(0), Submit],
     );
+}
+
+#[test]
+fn model_example_exit_policy_with_min_two() {
+    use Op::{Finish, Submit};
+    let ops = [
+        Submit,
+        Submit,
+        Submit,
+        Submit,
+        Submit,
+        Finish(0),
+        Finish(0),
+        Finish(0),
+    ];
+    run(2, 4, 1, &[&ops[..], &[Finish(0), Submit, Submit]].concat());
 }

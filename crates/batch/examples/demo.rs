@@ -1,12 +1,14 @@
 //! Two jobs, one worker: the targets alternate, a busy target is retried while the rotation
 //! goes on, and a third job is cancelled while its first target is in flight.
 //!
-//! Run: `cargo run -p batch --example demo`.
+//! Run: `cargo run -p batch --example demo` (on a fresh SQLite file in the temp folder, the
+//! default store), or `cargo run -p batch --example demo -- --memory` (on the in-memory store).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use batch::store::SqliteStore;
 use batch::{Caller, CancellationToken, Config, FetchError, JobId, MemoryStore, Runner, Store};
 
 /// Pretends to download `url`: `b/2` is busy on its first try, `c/*` is slow.
@@ -48,6 +50,20 @@ where
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if std::env::args().any(|arg| arg == "--memory") {
+        println!("store: in memory");
+        return demo(MemoryStore::new()).await;
+    }
+    let db = std::env::temp_dir().join(format!("batch-demo-{}.db", std::process::id()));
+    println!("store: SQLite file {}", db.display());
+    let result = demo(SqliteStore::open(&db)?).await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    result
+}
+
+async fn demo<S: Store>(store: S) -> Result<(), Box<dyn std::error::Error>> {
     let busy_once = Arc::new(AtomicU32::new(0));
     let fetch = move |_cancel: CancellationToken, _who: &Caller, url: &String| {
         download(url.clone(), Arc::clone(&busy_once))
@@ -55,7 +71,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::default()
         .workers(1)
         .retry(Duration::from_millis(50), Duration::from_secs(5));
-    let runner = Runner::new(config, MemoryStore::new(), fetch).await?;
+    let runner = Runner::new(config, store, fetch).await?;
 
     let (ann, bob, cid) = (Caller::new("ann"), Caller::new("bob"), Caller::new("cid"));
     let urls = |job: &str, names: &[&str]| -> Vec<String> {

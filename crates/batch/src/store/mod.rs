@@ -15,12 +15,16 @@
 //! `docs/batch.md` for why the trait is shaped around claims.
 
 pub(crate) mod memory;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use memory::MemoryStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SqliteError, SqliteOptions, SqliteStore, Synchronous};
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId, JobStatus, TargetState};

@@ -1,0 +1,82 @@
+//! What can go wrong with a SQLite store, as types.
+
+use rusqlite::ErrorCode;
+
+use crate::error::StoreError;
+
+/// A SQLite store's failure.
+///
+/// [`SqliteStore::open`](super::SqliteStore::open) returns it directly. Once the store is
+/// running, it reaches the runner inside a [`StoreError`]: [`Locked`](Self::Locked) as
+/// [`StoreError::Unavailable`] (the runner tries again), the rest as [`StoreError::Failed`];
+/// `std::error::Error::source` (or `downcast_ref::<SqliteError>()` on the boxed error) gives
+/// this type back. A failed call changes nothing: every call is one transaction.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SqliteError {
+    /// The file is not a SQLite database, or its pages are damaged (a truncated or overwritten
+    /// file). Nothing was written to it.
+    #[error("the database file is corrupt or not a SQLite database: {0}")]
+    Corrupt(String),
+    /// The file or its folder cannot be opened (missing folder, no permission).
+    #[error("the database file cannot be opened: {0}")]
+    Unreadable(String),
+    /// The database may not be written (a read-only file or mount).
+    #[error("the database is read-only: {0}")]
+    ReadOnly(String),
+    /// The disk (or the database's size limit) is full. The transaction was rolled back;
+    /// nothing stored before is lost.
+    #[error("the disk is full: {0}")]
+    Full(String),
+    /// Another connection holds a lock longer than the busy timeout. Trying again may work.
+    #[error("the database is locked by another connection: {0}")]
+    Locked(String),
+    /// The database was written by a newer release of this crate; it was not altered.
+    #[error(
+        "the database has schema version {found}, newer than the {supported} this release knows"
+    )]
+    NewerSchema {
+        /// The version found in the file.
+        found: u32,
+        /// The newest version this release writes.
+        supported: u32,
+    },
+    /// A stored row does not read back as this crate wrote it.
+    #[error("a stored row is invalid: {0}")]
+    InvalidRow(String),
+    /// Any other SQLite error.
+    #[error("sqlite: {0}")]
+    Other(#[source] rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for SqliteError {
+    fn from(err: rusqlite::Error) -> Self {
+        let Some(code) = err.sqlite_error_code() else {
+            return Self::Other(err);
+        };
+        let text = err.to_string();
+        match code {
+            ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase => Self::Corrupt(text),
+            ErrorCode::CannotOpen | ErrorCode::PermissionDenied => Self::Unreadable(text),
+            ErrorCode::ReadOnly => Self::ReadOnly(text),
+            ErrorCode::DiskFull => Self::Full(text),
+            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => Self::Locked(text),
+            _ => Self::Other(err),
+        }
+    }
+}
+
+impl From<SqliteError> for StoreError {
+    fn from(err: SqliteError) -> Self {
+        match err {
+            SqliteError::Locked(_) => StoreError::Unavailable(Box::new(err)),
+            _ => StoreError::Failed(Box::new(err)),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(err: rusqlite::Error) -> Self {
+        SqliteError::from(err).into()
+    }
+}

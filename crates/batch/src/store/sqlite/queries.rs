@@ -1,0 +1,493 @@
+//! Every store operation as SQL inside one transaction.
+//!
+//! These mirror the in-memory store's state machine (`store/memory/state.rs`) step for step;
+//! the partial indexes of the schema play the part of its `ready` and `finished` sets:
+//!
+//! - *claimable*: live, no claim out, a pending target (`next < total`); it is *ready* when its
+//!   `retry_at` is unset or has come, and *waiting* otherwise.
+//! - *evictable*: ended and no claim out, ordered by `touch_seq`.
+//!
+//! Every function takes the open transaction and a copy of the [`Counters`]; the caller
+//! commits both or neither, so a failed step leaves the database and the counters as they were.
+
+use std::sync::Arc;
+
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::SqliteError;
+use crate::error::SubmitError;
+use crate::job::{Caller, Job, JobId, JobStatus, TargetEntry, TargetState};
+use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
+use crate::time::Timestamp;
+
+type Result<T> = std::result::Result<T, SqliteError>;
+
+/// `WHERE` text of a live job; it matches the partial indexes word for word, which is what lets
+/// SQLite use them.
+const LIVE: &str = "status IN ('queued', 'running')";
+
+fn to_sql(t: Timestamp) -> i64 {
+    i64::try_from(t.as_micros()).unwrap_or(i64::MAX)
+}
+
+fn from_sql(micros: i64) -> Timestamp {
+    Timestamp::from_micros(u64::try_from(micros).unwrap_or(0))
+}
+
+/// Counters kept in memory beside the connection, read back from the jobs at open: the
+/// rotation's cursor, the last fencing token and touch sequence, and the bytes stored.
+///
+/// Keeping them out of the database saves a statement per step on the hot path. Each is
+/// rebuilt exactly at open (the cursor restarts at the first job, which is the restart rule;
+/// no claim survives [`recover`], so tokens need only grow within a process).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Counters {
+    cursor: i64,
+    token: i64,
+    touch: i64,
+    bytes: i64,
+}
+
+impl Counters {
+    pub(super) fn load(tx: &Transaction<'_>) -> Result<Self> {
+        let (token, touch, bytes) = tx.query_row(
+            "SELECT COALESCE(MAX(in_flight), 0), COALESCE(MAX(touch_seq), 0),
+                    COALESCE(SUM(bytes), 0)
+             FROM jobs",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )?;
+        Ok(Self {
+            cursor: 0,
+            token,
+            touch,
+            bytes,
+        })
+    }
+
+    fn next_touch(&mut self) -> i64 {
+        self.touch += 1;
+        self.touch
+    }
+
+    pub(super) fn bytes(&self) -> u64 {
+        self.bytes as u64
+    }
+}
+
+pub(super) fn live_jobs(tx: &Transaction<'_>) -> Result<usize> {
+    let sql = format!("SELECT COUNT(*) FROM jobs WHERE {LIVE}");
+    let n: i64 = tx.prepare_cached(&sql)?.query_row([], |row| row.get(0))?;
+    Ok(n as usize)
+}
+
+fn parse_status(word: &str) -> Result<JobStatus> {
+    JobStatus::parse(word).ok_or_else(|| SqliteError::InvalidRow(format!("job status {word:?}")))
+}
+
+pub(super) fn submit(
+    tx: &Transaction<'_>,
+    c: &mut Counters,
+    job: NewJob,
+) -> std::result::Result<Submitted, SubmitError> {
+    let live = live_jobs(tx)?;
+    if live >= job.max_live_jobs {
+        return Err(SubmitError::Full);
+    }
+    let busy_sql = format!("SELECT 1 FROM jobs WHERE caller = ?1 AND {LIVE}");
+    let busy = tx
+        .prepare_cached(&busy_sql)
+        .and_then(|mut stmt| stmt.exists([job.caller.as_str()]))
+        .map_err(SqliteError::from)?;
+    if busy {
+        return Err(SubmitError::CallerBusy);
+    }
+    let bytes: i64 = job.targets.iter().map(|t| t.len() as i64).sum();
+    let touch = c.next_touch();
+    let now = to_sql(job.now);
+    let id: i64 = tx
+        .prepare_cached(
+            "INSERT INTO jobs (caller, status, created, updated, touched, touch_seq, total, bytes)
+             VALUES (?1, 'queued', ?2, ?2, ?2, ?3, ?4, ?5) RETURNING id",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row(
+                params![
+                    job.caller.as_str(),
+                    now,
+                    touch,
+                    job.targets.len() as i64,
+                    bytes
+                ],
+                |row| row.get(0),
+            )
+        })
+        .map_err(SqliteError::from)?;
+    {
+        let mut insert = tx
+            .prepare_cached("INSERT INTO targets (job, idx, target) VALUES (?1, ?2, ?3)")
+            .map_err(SqliteError::from)?;
+        for (index, target) in job.targets.iter().enumerate() {
+            insert
+                .execute(params![id, index as i64, target])
+                .map_err(SqliteError::from)?;
+        }
+    }
+    c.bytes += bytes;
+    Ok(Submitted {
+        id: JobId::new(id as u64),
+        live_jobs: live + 1,
+    })
+}
+
+/// The first ready job at or after `from` in submit order.
+fn ready_from(tx: &Transaction<'_>, from: i64, now: i64) -> Result<Option<i64>> {
+    let sql = format!(
+        "SELECT id FROM jobs
+         WHERE {LIVE} AND in_flight IS NULL AND next < total
+           AND id >= ?1 AND (retry_at IS NULL OR retry_at <= ?2)
+         ORDER BY id LIMIT 1"
+    );
+    Ok(tx
+        .prepare_cached(&sql)?
+        .query_row(params![from, now], |row| row.get(0))
+        .optional()?)
+}
+
+pub(super) fn claim(
+    tx: &Transaction<'_>,
+    c: &mut Counters,
+    now: Timestamp,
+) -> Result<Option<Claim>> {
+    let now = to_sql(now);
+    let id = match ready_from(tx, c.cursor, now)? {
+        Some(id) => id,
+        None => match ready_from(tx, 0, now)? {
+            Some(id) => id,
+            None => return Ok(None),
+        },
+    };
+    c.token += 1;
+    let token = c.token;
+    c.cursor = id + 1;
+    let (caller, index, busy_since): (String, i64, Option<i64>) = tx
+        .prepare_cached(
+            "UPDATE jobs SET in_flight = ?2, retry_at = NULL, status = 'running',
+                 updated = CASE status WHEN 'queued' THEN ?3 ELSE updated END
+             WHERE id = ?1 RETURNING caller, next, busy_since",
+        )?
+        .query_row(params![id, token, now], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })?;
+    let target: String = tx
+        .prepare_cached("SELECT target FROM targets WHERE job = ?1 AND idx = ?2")?
+        .query_row(params![id, index], |row| row.get(0))?;
+    Ok(Some(Claim {
+        job: JobId::new(id as u64),
+        caller: Caller::new(caller),
+        index: index as usize,
+        target_json: Arc::from(target),
+        token: token as u64,
+        busy_since: busy_since.map(from_sql),
+        rescued: false,
+    }))
+}
+
+/// Whether `claim` is still the claim out on its job.
+fn is_current(tx: &Transaction<'_>, claim: &Claim) -> Result<bool> {
+    Ok(tx
+        .prepare_cached("SELECT 1 FROM jobs WHERE id = ?1 AND in_flight = ?2")?
+        .exists(params![claim.job.get() as i64, claim.token as i64])?)
+}
+
+pub(super) fn renew(tx: &Transaction<'_>, claim: &Claim) -> Result<bool> {
+    is_current(tx, claim)
+}
+
+/// Ends the claim on job `id`: it waits for `retry_at` or is ready again; an ended job enters
+/// the eviction order as its most recently touched.
+fn end_claim(
+    tx: &Transaction<'_>,
+    c: &mut Counters,
+    id: i64,
+    retry_at: Option<i64>,
+    now: i64,
+) -> Result<()> {
+    let touch = c.next_touch();
+    let sql = format!(
+        "UPDATE jobs SET in_flight = NULL, retry_at = ?2,
+             touch_seq = CASE WHEN {LIVE} THEN touch_seq ELSE ?3 END,
+             touched = CASE WHEN {LIVE} THEN touched ELSE ?4 END
+         WHERE id = ?1"
+    );
+    tx.prepare_cached(&sql)?
+        .execute(params![id, retry_at, touch, now])?;
+    Ok(())
+}
+
+pub(super) fn complete(
+    tx: &Transaction<'_>,
+    c: &mut Counters,
+    claim: &Claim,
+    result: TargetState,
+    now: Timestamp,
+) -> Result<Completion> {
+    let bytes = result.stored_bytes();
+    let (state, output, error, hint) = match &result {
+        TargetState::Done { output_json } => ("done", Some(output_json.as_str()), None, None),
+        TargetState::Failed { error, hint } => {
+            ("failed", None, Some(error.as_str()), hint.as_deref())
+        }
+        TargetState::Pending => {
+            return Err(SqliteError::InvalidRow(
+                "a pending result cannot be stored".into(),
+            ));
+        }
+    };
+    let id = claim.job.get() as i64;
+    let sql_now = to_sql(now);
+    // Matching the token here is the fencing: a stale claim changes no row.
+    let row: Option<(String, i64, i64, i64, i64, i64)> = tx
+        .prepare_cached(
+            "UPDATE jobs SET next = next + 1, done = done + ?3, failed = failed + ?4,
+                 busy_since = NULL, bytes = bytes + ?5, updated = ?6,
+                 in_flight = NULL, retry_at = NULL
+             WHERE id = ?1 AND in_flight = ?2
+             RETURNING status, next, total, done, failed, created",
+        )?
+        .query_row(
+            params![
+                id,
+                claim.token as i64,
+                i64::from(state == "done"),
+                i64::from(state == "failed"),
+                bytes as i64,
+                sql_now
+            ],
+            |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((status, next, total, done, failed, created)) = row else {
+        return Ok(Completion::Stale);
+    };
+    tx.prepare_cached(
+        "UPDATE targets SET state = ?3, output = ?4, error = ?5, hint = ?6
+         WHERE job = ?1 AND idx = ?2",
+    )?
+    .execute(params![id, next - 1, state, output, error, hint])?;
+    c.bytes += bytes as i64;
+    let was_live = parse_status(&status)?.is_live();
+    let mut ended = None;
+    let status = if was_live && next == total {
+        let settled = JobStatus::settled(done as usize, failed as usize);
+        ended = Some((settled, now.saturating_since(from_sql(created))));
+        Some(settled.as_str())
+    } else {
+        None
+    };
+    if !was_live || ended.is_some() {
+        // The job is over and idle now: it enters the eviction order as the latest touched.
+        tx.prepare_cached(
+            "UPDATE jobs SET status = COALESCE(?2, status), touch_seq = ?3, touched = ?4
+             WHERE id = ?1",
+        )?
+        .execute(params![id, status, c.next_touch(), sql_now])?;
+    }
+    let ended = match ended {
+        Some((status, after)) => Some(Ended {
+            status,
+            after,
+            live_jobs: live_jobs(tx)?,
+        }),
+        None => None,
+    };
+    Ok(Completion::Stored { bytes, ended })
+}
+
+pub(super) fn retry_later(
+    tx: &Transaction<'_>,
+    c: &mut Counters,
+    claim: &Claim,
+    busy_since: Timestamp,
+    at: Timestamp,
+    now: Timestamp,
+) -> Result<bool> {
+    if !is_current(tx, claim)? {
+        return Ok(false);
+    }
+    let id = claim.job.get() as i64;
+    tx.prepare_cached("UPDATE jobs SET busy_since = ?2 WHERE id = ?1")?
+        .execute(params![id, to_sql(busy_since)])?;
+    end_claim(tx, c, id, Some(to_sql(at)), to_sql(now))?;
+    Ok(true)
+}
+
+pub(super) fn release(
+    tx: &Transaction<'_>,
+    c: &mut Counters,
+    claim: &Claim,
+    now: Timestamp,
+) -> Result<bool> {
+    if !is_current(tx, claim)? {
+        return Ok(false);
+    }
+    end_claim(tx, c, claim.job.get() as i64, None, to_sql(now))?;
+    Ok(true)
+}
+
+/// Frees every claim out (their holder is gone), in submit order; returns the live jobs.
+pub(super) fn recover(tx: &Transaction<'_>, c: &mut Counters, now: Timestamp) -> Result<usize> {
+    let held: Vec<(i64, Option<i64>)> = tx
+        .prepare_cached("SELECT id, retry_at FROM jobs WHERE in_flight IS NOT NULL ORDER BY id")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (id, retry_at) in held {
+        end_claim(tx, c, id, retry_at, to_sql(now))?;
+    }
+    live_jobs(tx)
+}
+
+pub(super) fn next_wakeup(tx: &Transaction<'_>) -> Result<Option<Timestamp>> {
+    let sql = format!(
+        "SELECT MIN(retry_at) FROM jobs
+         WHERE {LIVE} AND in_flight IS NULL AND next < total AND retry_at IS NOT NULL"
+    );
+    let at: Option<i64> = tx.prepare_cached(&sql)?.query_row([], |row| row.get(0))?;
+    Ok(at.map(from_sql))
+}
+
+/// The job's row if it belongs to `caller`: (status, created, updated).
+fn own_job(tx: &Transaction<'_>, id: JobId, caller: &Caller) -> Result<Option<(String, i64, i64)>> {
+    Ok(tx
+        .prepare_cached("SELECT status, created, updated FROM jobs WHERE id = ?1 AND caller = ?2")?
+        .query_row(params![id.get() as i64, caller.as_str()], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .optional()?)
+}
+
+pub(super) fn status(tx: &Transaction<'_>, id: JobId, caller: &Caller) -> Result<Option<Job>> {
+    let Some((status, created, updated)) = own_job(tx, id, caller)? else {
+        return Ok(None);
+    };
+    let mut stmt = tx.prepare_cached(
+        "SELECT target, state, output, error, hint FROM targets WHERE job = ?1 ORDER BY idx",
+    )?;
+    let rows = stmt.query_map([id.get() as i64], |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, String>(1)?,
+            row.get::<_, Option<String>>(2)?,
+            row.get::<_, Option<String>>(3)?,
+            row.get::<_, Option<String>>(4)?,
+        ))
+    })?;
+    let mut targets = Vec::new();
+    for row in rows {
+        let (target, state, output, error, hint) = row?;
+        let state = match (state.as_str(), output, error) {
+            ("pending", _, _) => TargetState::Pending,
+            ("done", Some(output_json), _) => TargetState::Done { output_json },
+            ("failed", _, Some(error)) => TargetState::Failed { error, hint },
+            (other, ..) => {
+                return Err(SqliteError::InvalidRow(format!("target state {other:?}")));
+            }
+        };
+        targets.push(TargetEntry {
+            target_json: target,
+            state,
+        });
+    }
+    Ok(Some(Job {
+        id,
+        status: parse_status(&status)?,
+        created: from_sql(created).to_system_time(),
+        updated: from_sql(updated).to_system_time(),
+        targets,
+    }))
+}
+
+pub(super) fn touch(
+    tx: &Transaction<'_>,
+    c: &mut Counters,
+    id: JobId,
+    caller: &Caller,
+    now: Timestamp,
+) -> Result<bool> {
+    if own_job(tx, id, caller)?.is_none() {
+        return Ok(false);
+    }
+    let touch = c.next_touch();
+    tx.prepare_cached("UPDATE jobs SET touch_seq = ?2, touched = ?3 WHERE id = ?1")?
+        .execute(params![id.get() as i64, touch, to_sql(now)])?;
+    Ok(true)
+}
+
+pub(super) fn cancel(
+    tx: &Transaction<'_>,
+    c: &mut Counters,
+    id: JobId,
+    caller: &Caller,
+    now: Timestamp,
+) -> Result<CancelOutcome> {
+    let Some((status, created, _)) = own_job(tx, id, caller)? else {
+        return Ok(CancelOutcome::NotFound);
+    };
+    if !parse_status(&status)?.is_live() {
+        return Ok(CancelOutcome::Terminal);
+    }
+    let touch = c.next_touch();
+    let sql_now = to_sql(now);
+    // An idle job enters the eviction order now; one with a claim out does when the claim ends.
+    tx.prepare_cached(
+        "UPDATE jobs SET status = 'cancelled', updated = ?2, retry_at = NULL,
+             touch_seq = CASE WHEN in_flight IS NULL THEN ?3 ELSE touch_seq END,
+             touched = CASE WHEN in_flight IS NULL THEN ?2 ELSE touched END
+         WHERE id = ?1",
+    )?
+    .execute(params![id.get() as i64, sql_now, touch])?;
+    Ok(CancelOutcome::Cancelled(Ended {
+        status: JobStatus::Cancelled,
+        after: now.saturating_since(from_sql(created)),
+        live_jobs: live_jobs(tx)?,
+    }))
+}
+
+pub(super) fn evict_oldest(
+    tx: &Transaction<'_>,
+    c: &mut Counters,
+    max_bytes: u64,
+) -> Result<Evicted> {
+    let mut evicted = Evicted::default();
+    let mut bytes = c.bytes();
+    let oldest_sql = "SELECT id, bytes FROM jobs
+         WHERE status NOT IN ('queued', 'running') AND in_flight IS NULL
+         ORDER BY touch_seq LIMIT 1";
+    while bytes > max_bytes {
+        let Some((id, job_bytes)): Option<(i64, i64)> = tx
+            .prepare_cached(oldest_sql)?
+            .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?
+        else {
+            break;
+        };
+        tx.prepare_cached("DELETE FROM targets WHERE job = ?1")?
+            .execute([id])?;
+        tx.prepare_cached("DELETE FROM jobs WHERE id = ?1")?
+            .execute([id])?;
+        bytes -= job_bytes as u64;
+        evicted.jobs += 1;
+        evicted.bytes += job_bytes as u64;
+    }
+    c.bytes = bytes as i64;
+    Ok(evicted)
+}

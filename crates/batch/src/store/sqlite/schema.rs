@@ -1,0 +1,81 @@
+//! The SQLite schema and its migrations, checked through `PRAGMA user_version`.
+//!
+//! Each migration takes the database from version `i` to `i + 1` inside one transaction, so a
+//! crash mid-migration leaves the older version intact. A database whose version is newer than
+//! the last migration here was written by a newer release of this crate: it is refused and never
+//! altered.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::SqliteError;
+
+/// Migration `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // Version 1.
+    //
+    // `jobs.next` is the index of the first pending target (targets are stored in order);
+    // `in_flight` the fencing token of the claim out, if any. `touch_seq` orders eviction
+    // (least recently touched first); `touched` is the same moment as a timestamp, for people.
+    // `bytes` is the job's target JSON plus stored results, so eviction never sums targets.
+    // Timestamps are microseconds since the Unix epoch.
+    "
+    CREATE TABLE jobs (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        caller      TEXT    NOT NULL,
+        status      TEXT    NOT NULL,
+        created     INTEGER NOT NULL,
+        updated     INTEGER NOT NULL,
+        touched     INTEGER NOT NULL,
+        touch_seq   INTEGER NOT NULL,
+        total       INTEGER NOT NULL,
+        next        INTEGER NOT NULL DEFAULT 0,
+        done        INTEGER NOT NULL DEFAULT 0,
+        failed      INTEGER NOT NULL DEFAULT 0,
+        in_flight   INTEGER,
+        busy_since  INTEGER,
+        retry_at    INTEGER,
+        bytes       INTEGER NOT NULL
+    );
+    -- One live job per caller, enforced by the database itself.
+    CREATE UNIQUE INDEX jobs_live_caller ON jobs (caller)
+        WHERE status IN ('queued', 'running');
+    -- The rotation scans live, idle jobs with a pending target in id (= submit) order.
+    CREATE INDEX jobs_claimable ON jobs (id)
+        WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total;
+    -- Eviction takes ended, idle jobs least recently touched first.
+    CREATE INDEX jobs_evictable ON jobs (touch_seq)
+        WHERE status NOT IN ('queued', 'running') AND in_flight IS NULL;
+    CREATE TABLE targets (
+        job     INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+        idx     INTEGER NOT NULL,
+        target  TEXT    NOT NULL,
+        state   TEXT    NOT NULL DEFAULT 'pending',
+        output  TEXT,
+        error   TEXT,
+        hint    TEXT,
+        PRIMARY KEY (job, idx)
+    ) WITHOUT ROWID;
+    ",
+];
+
+/// The schema version this crate writes.
+pub(super) const VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// Brings the schema up to [`VERSION`], refusing a newer one.
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), SqliteError> {
+    let found: u32 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if found > VERSION {
+        return Err(SqliteError::NewerSchema {
+            found,
+            supported: VERSION,
+        });
+    }
+    for (from, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", from as u32 + 1)?;
+        tx.commit()?;
+        tracing::info!(version = from + 1, "batch sqlite store: schema migrated");
+    }
+    Ok(())
+}

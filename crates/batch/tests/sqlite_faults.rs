@@ -1,0 +1,213 @@
+//! Faults of the SQLite store's file: each is a typed error, and nothing stored is lost.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use batch::store::{NewJob, SqliteError, SqliteStore, Store};
+use batch::{Caller, StoreError, SubmitError, Timestamp};
+
+/// A fresh folder under the system temp dir, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("batch-faults-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn db(&self) -> PathBuf {
+        self.0.join("jobs.db")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn job(caller: &str, n: usize) -> NewJob {
+    NewJob {
+        caller: Caller::new(caller),
+        targets: (0..n)
+            .map(|i| format!("\"{caller}-target-{i:04}\""))
+            .collect(),
+        now: Timestamp::from_micros(1),
+        max_live_jobs: 100,
+    }
+}
+
+/// Stores never await anything but their own work: polling once finishes them.
+fn now<F: Future>(future: F) -> F::Output {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::pin::pin!(future).poll(&mut cx) {
+        std::task::Poll::Ready(value) => value,
+        std::task::Poll::Pending => panic!("a SQLite store call did not finish at once"),
+    }
+}
+
+/// A database file holding one job of `n` targets, closed (its WAL checkpointed away).
+fn written_db(path: &Path, n: usize) {
+    let store = SqliteStore::open(path).unwrap();
+    now(store.submit(job("ann", n))).unwrap();
+    drop(store);
+}
+
+fn open_err(path: &Path) -> SqliteError {
+    SqliteStore::options()
+        .busy_timeout(Duration::ZERO)
+        .open(path)
+        .expect_err("opening must fail")
+}
+
+#[test]
+fn garbage_file_is_refused_as_corrupt_and_left_alone() {
+    let dir = Scratch::new("garbage");
+    let garbage = vec![0xAB_u8; 8192];
+    std::fs::write(dir.db(), &garbage).unwrap();
+    assert!(matches!(open_err(&dir.db()), SqliteError::Corrupt(_)));
+    assert_eq!(std::fs::read(dir.db()).unwrap(), garbage);
+}
+
+#[test]
+fn truncated_file_is_refused_as_corrupt() {
+    let dir = Scratch::new("truncated");
+    written_db(&dir.db(), 2000);
+    let len = std::fs::metadata(dir.db()).unwrap().len();
+    assert!(len > 8 * 4096, "the job spans many pages ({len} bytes)");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.db())
+        .unwrap();
+    file.set_len(len / 2).unwrap();
+    drop(file);
+    assert!(matches!(open_err(&dir.db()), SqliteError::Corrupt(_)));
+}
+
+#[test]
+fn newer_schema_is_refused_and_not_altered() {
+    let dir = Scratch::new("newer");
+    written_db(&dir.db(), 3);
+    {
+        let conn = rusqlite::Connection::open(dir.db()).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+    }
+    let before = std::fs::read(dir.db()).unwrap();
+    match open_err(&dir.db()) {
+        SqliteError::NewerSchema { found, supported } => {
+            assert_eq!(found, 99);
+            assert!(supported < 99);
+        }
+        other => panic!("expected NewerSchema, got {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read(dir.db()).unwrap(),
+        before,
+        "the file is untouched"
+    );
+}
+
+#[test]
+fn missing_folder_is_unreadable() {
+    let dir = Scratch::new("missing");
+    let path = dir.0.join("no-such-folder").join("jobs.db");
+    assert!(matches!(open_err(&path), SqliteError::Unreadable(_)));
+}
+
+#[test]
+fn database_locked_at_open_is_a_locked_error() {
+    let dir = Scratch::new("locked-open");
+    // A rollback-journal database under an exclusive lock: no reader gets in.
+    let holder = rusqlite::Connection::open(dir.db()).unwrap();
+    holder
+        .execute_batch("CREATE TABLE other (x); BEGIN EXCLUSIVE; INSERT INTO other VALUES (1);")
+        .unwrap();
+    assert!(matches!(open_err(&dir.db()), SqliteError::Locked(_)));
+    holder.execute_batch("COMMIT").unwrap();
+}
+
+#[test]
+fn database_locked_while_running_is_unavailable_then_recovers() {
+    let dir = Scratch::new("locked-run");
+    let store = SqliteStore::options()
+        .busy_timeout(Duration::ZERO)
+        .open(dir.db())
+        .unwrap();
+    let first = now(store.submit(job("ann", 2))).unwrap();
+
+    let holder = rusqlite::Connection::open(dir.db()).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let err = now(store.submit(job("bob", 2))).unwrap_err();
+    let SubmitError::Store(StoreError::Unavailable(source)) = err else {
+        panic!("expected an unavailable store, got {err:?}");
+    };
+    assert!(matches!(
+        source.downcast_ref::<SqliteError>(),
+        Some(SqliteError::Locked(_))
+    ));
+    holder.execute_batch("ROLLBACK").unwrap();
+
+    now(store.submit(job("bob", 2))).unwrap();
+    let kept = now(store.status(first.id, &Caller::new("ann")))
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.targets.len(), 2);
+    assert_eq!(store.live_jobs().unwrap(), 2);
+}
+
+/// Makes `path` unwritable even for root (`chattr +i`) and undoes it on drop.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn set(path: &Path) -> Option<Self> {
+        let status = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .status();
+        status
+            .is_ok_and(|s| s.success())
+            .then(|| Self(path.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn read_only_file_is_refused_as_read_only() {
+    let dir = Scratch::new("read-only");
+    written_db(&dir.db(), 3);
+    let mut perms = std::fs::metadata(dir.db()).unwrap().permissions();
+    perms.set_readonly(true);
+    std::fs::set_permissions(dir.db(), perms).unwrap();
+    // Permission bits do not stop root; the immutable flag does, where the file system has it.
+    let writable = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.db())
+        .is_ok();
+    let _guard = if writable {
+        match Immutable::set(&dir.db()) {
+            Some(guard) => Some(guard),
+            None => {
+                eprintln!(
+                    "SKIPPED: read_only_file_is_refused_as_read_only: running as root on a file \
+                     system without `chattr +i`, so no file is read-only here"
+                );
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    let before = std::fs::read(dir.db()).unwrap();
+    assert!(matches!(open_err(&dir.db()), SqliteError::ReadOnly(_)));
+    assert_eq!(std::fs::read(dir.db()).unwrap(), before);
+}

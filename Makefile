@@ -4,4 +4,4 @@ gate:
 gate-full:
 	cargo xtask gate --full
 demo:
-	cargo run -p panicguard --example catch
+	cargo xtask demo

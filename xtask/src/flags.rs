@@ -6,6 +6,7 @@ usage: cargo xtask <verb> [options]
 
 verbs:
   gate [--full] [--only STEP,...]   run what CI checks, in order, stopping at the first failure
+  demo                              run every crate's example, one after another
   help                              print this text
 
 gate options:
@@ -20,6 +21,8 @@ pub(crate) enum Command {
     Help,
     /// Run the gate.
     Gate(GateOptions),
+    /// Run every crate's example.
+    Demo,
 }
 
 /// Options of `cargo xtask gate`.
@@ -38,6 +41,10 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
     let mut args = args.iter().map(String::as_str);
     match args.next() {
         None | Some("help" | "--help" | "-h") => Ok(Command::Help),
+        Some("demo") => match args.next() {
+            None => Ok(Command::Demo),
+            Some(other) => Err(format!("demo takes no options, not `{other}`")),
+        },
         Some("gate") => {
             let mut options = GateOptions::default();
             while let Some(arg) = args.next() {
@@ -90,6 +97,12 @@ mod tests {
             parse_str("gate --full --only fmt,clippy --only miri"),
             Ok(Command::Gate(expected))
         );
+    }
+
+    #[test]
+    fn demo_takes_no_options() {
+        assert_eq!(parse_str("demo"), Ok(Command::Demo));
+        assert!(parse_str("demo --fast").unwrap_err().contains("--fast"));
     }
 
     #[test]

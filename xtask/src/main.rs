@@ -3,6 +3,7 @@
 //! `main` parses the command line ([`flags`]), moves to the workspace root, and dispatches to
 //! one file per verb.
 
+mod demo;
 mod flags;
 mod gate;
 mod util;
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         flags::Command::Gate(options) => gate::run(&root, &options),
+        flags::Command::Demo => demo::run(&root),
     }
 }
 

@@ -70,9 +70,11 @@
 //!
 //! # After the lock is dropped
 //!
-//! Tasks run, threads are spawned and joined, `tracing` logs, and condvars are notified only
-//! outside the lock (a notification that needs a decision made under the lock is recorded
-//! there first, as the `wakeups` token). Nothing outside the lock reads `State`; spinners
+//! Tasks run, threads are spawned and joined, and `tracing` logs only outside the lock.
+//! Condvars are notified after unlocking (a notification that needs a decision made under
+//! the lock is recorded there first, as the `wakeups` token), except that a worker finishing
+//! a task notifies `room` with the lock held, because it goes straight on to pop its next
+//! task under that same lock. Nothing outside the lock reads `State`; spinners
 //! read two atomic copies (`token_hint`, `finished_hint`) written under it, as hints only:
 //! every decision is re-made under the lock.
 
@@ -468,13 +470,8 @@ impl Shared {
     /// Stops intake and waits until every accepted task has run and every worker thread
     /// has been joined. The caller has checked it is not one of this pool's workers.
     pub(crate) fn close(&self) {
+        self.begin_close();
         let mut state = lock(&self.state);
-        if !state.closing {
-            state.closing = true;
-            self.work.notify_all();
-            self.room.notify_all();
-            self.changed();
-        }
         loop {
             if !state.drained() {
                 state = wait(&self.done, state);
@@ -519,13 +516,15 @@ impl Shared {
     /// Begins closing without waiting (for a `Drop` on one of the pool's own workers).
     pub(crate) fn begin_close(&self) {
         let mut state = lock(&self.state);
-        if !state.closing {
-            state.closing = true;
+        let first = !state.closing;
+        state.closing = true;
+        drop(state);
+        if first {
+            // Idle workers leave, blocked submitters return `Closed`.
             self.work.notify_all();
             self.room.notify_all();
+            self.changed();
         }
-        drop(state);
-        self.changed();
     }
 
     pub(crate) fn counters(&self) -> Counters {

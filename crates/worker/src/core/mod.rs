@@ -577,20 +577,28 @@ const SPIN_STEPS: u32 = if cfg!(any(all(test, loom), miri)) {
     10
 };
 
-/// Spins until `done` or the spin budget is spent.
-fn spin_until(done: impl Fn() -> bool) {
-    for step in 0..SPIN_STEPS {
+/// Spins until `done` or the spin budget is spent; `true` when `done`.
+fn spin_until(done: impl Fn() -> bool) -> bool {
+    spin_from(&mut 0, done)
+}
+
+/// Spins from budget step `*step` on until `done` (returns `true`) or the budget is spent,
+/// leaving `*step` where it stopped so a caller can resume the same budget.
+fn spin_from(step: &mut u32, done: impl Fn() -> bool) -> bool {
+    while *step < SPIN_STEPS {
         if done() {
-            return;
+            return true;
         }
-        if step < 6 {
-            for _ in 0..1u32 << step {
+        if *step < 6 {
+            for _ in 0..1u32 << *step {
                 std::hint::spin_loop();
             }
         } else {
             thread::yield_now();
         }
+        *step += 1;
     }
+    done()
 }
 
 /// Joins worker threads that have left their loop. A worker never panics out of its loop

@@ -3,7 +3,7 @@
 //! exit (rule 3) or go idle.
 
 use super::spawn::{Reap, Role, spawn_worker};
-use super::{CURRENT_POOL, Shared, State, Task, spin_until};
+use super::{CURRENT_POOL, SPIN_STEPS, Shared, State, Task, spin_from};
 use crate::sync::{Arc, MutexGuard, Ordering, lock, wait, wait_timeout};
 
 /// Runs one task, turning its panic into a log line (rule 4): the worker goes on.
@@ -92,12 +92,17 @@ fn idle_wait<'a>(
         state.check(&shared.config);
         shared.changed();
     }
-    if state.wakeups == 0 && !state.closing {
-        // Spin a little before sleeping: a submitter that claims a spinning worker skips the
-        // notification (a syscall), which dominates the cost of short tasks.
+    // Spin a little before sleeping: a submitter that claims a spinning worker skips the
+    // notification (a syscall), which dominates the cost of short tasks. Several spinners
+    // may see one token; the ones that lose it under the lock spin on with what is left of
+    // their budget instead of all going to sleep at once.
+    let mut budget = 0;
+    while state.wakeups == 0 && !state.closing && budget < SPIN_STEPS {
         state.spinning += 1;
         drop(state);
-        spin_until(|| shared.token_hint.load(Ordering::Acquire) > 0);
+        spin_from(&mut budget, || {
+            shared.token_hint.load(Ordering::Acquire) > 0
+        });
         state = lock(&shared.state);
         state.spinning -= 1;
     }

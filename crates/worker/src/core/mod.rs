@@ -403,7 +403,7 @@ impl Shared {
     /// worker is claimed or a new worker is reserved (rule 1).
     pub(crate) fn submit(this: &Arc<Self>, task: Task, wait: Wait) -> Result<(), Rejected> {
         let limit = this.config.max.saturating_add(this.config.capacity);
-        let mut spun = false;
+        let mut budget = 0;
         let mut state = lock(&this.state);
         loop {
             if state.closing {
@@ -412,12 +412,13 @@ impl Shared {
             if state.queue.len() + state.running < limit {
                 break;
             }
-            if wait_spins_first(wait, &mut spun) {
+            if may_spin(wait, budget) {
                 // Spin a little before blocking: a blocked submitter costs every finishing
-                // worker a notification and itself a sleep, per task.
+                // worker a notification and itself a sleep, per task. A submitter that loses
+                // the room to another spins on with what is left of its budget.
                 let finished = state.finished as usize;
                 drop(state);
-                spin_until(|| {
+                spin_from(&mut budget, || {
                     this.finished_hint
                         .load(Ordering::Acquire)
                         .wrapping_sub(finished)
@@ -554,17 +555,15 @@ impl Shared {
 /// lock, then the submitter's next calls find room at once.
 const ROOM_BATCH: usize = 8;
 
-/// Whether a waiting submitter should spin once before blocking (the first time it finds
-/// the pool full in this call).
-fn wait_spins_first(wait: Wait, spun: &mut bool) -> bool {
+/// Whether a submitter that found the pool full should spin (again) before blocking: it may
+/// wait at all, and its spin budget is not spent.
+fn may_spin(wait: Wait, budget: u32) -> bool {
     let may_wait = match wait {
         Wait::No => false,
         Wait::Forever => true,
         Wait::Until(deadline) => Instant::now() < deadline,
     };
-    let spins = may_wait && !*spun;
-    *spun = true;
-    spins
+    may_wait && budget < SPIN_STEPS
 }
 
 /// Spin steps before a thread blocks: `1 << step` spin hints for the first six steps, then a
@@ -576,11 +575,6 @@ const SPIN_STEPS: u32 = if cfg!(any(all(test, loom), miri)) {
 } else {
     10
 };
-
-/// Spins until `done` or the spin budget is spent; `true` when `done`.
-fn spin_until(done: impl Fn() -> bool) -> bool {
-    spin_from(&mut 0, done)
-}
 
 /// Spins from budget step `*step` on until `done` (returns `true`) or the budget is spent,
 /// leaving `*step` where it stopped so a caller can resume the same budget.

@@ -64,7 +64,9 @@
 //! paired with `state`:
 //! - `work`: idle workers wait here; a submitter that claims one calls `notify_one`.
 //! - `room`: submitters blocked on a full pool; a finished task notifies one when
-//!   `blocked_submitters > 0`; closing notifies all. Before blocking, a submitter spins (lock
+//!   `blocked_submitters > room_signals` (a submitter already notified and not yet awake
+//!   will take that room, so a second notification would only cost a syscall); closing
+//!   notifies all. Before blocking, a submitter spins (lock
 //!   released) while a few tasks finish, watching `finished_hint`.
 //! - `done`: closers, woken when the last worker leaves or a join round finishes.
 //!
@@ -165,6 +167,10 @@ struct State {
     spawning: usize,
     closing: bool,
     blocked_submitters: usize,
+    /// `room` notifications sent and not yet taken up by a waking submitter. Every waking
+    /// submitter takes one (if any), so this can only undercount, which costs a spare
+    /// notification, never a lost one.
+    room_signals: usize,
     /// Threads taken out of `threads` and being joined (by a closer or a spawner).
     joining: usize,
     finished: u64,
@@ -243,6 +249,12 @@ impl State {
             finished: self.finished,
             closing: self.closing,
         }
+    }
+
+    /// A blocked submitter woke (notified, timed out or spuriously).
+    fn woke_for_room(&mut self) {
+        self.blocked_submitters -= 1;
+        self.room_signals = self.room_signals.saturating_sub(1);
     }
 
     /// `close` may finish waiting: no worker is left or about to start.
@@ -341,6 +353,7 @@ impl Shared {
                 spawning: 0,
                 closing: false,
                 blocked_submitters: 0,
+                room_signals: 0,
                 joining: 0,
                 finished: 0,
                 next_worker_id: 0,
@@ -433,7 +446,7 @@ impl Shared {
                     state.blocked_submitters += 1;
                     this.changed();
                     state = crate::sync::wait(&this.room, state);
-                    state.blocked_submitters -= 1;
+                    state.woke_for_room();
                 }
                 Wait::Until(deadline) => {
                     let now = Instant::now();
@@ -443,7 +456,7 @@ impl Shared {
                     state.blocked_submitters += 1;
                     this.changed();
                     state = wait_timeout(&this.room, state, deadline - now).0;
-                    state.blocked_submitters -= 1;
+                    state.woke_for_room();
                 }
             }
         }

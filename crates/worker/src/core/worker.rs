@@ -75,7 +75,8 @@ fn finish_task(shared: &Shared, state: &mut MutexGuard<'_, State>) {
     shared
         .finished_hint
         .store(state.finished as usize, Ordering::Release);
-    if state.blocked_submitters > 0 {
+    if state.blocked_submitters > state.room_signals {
+        state.room_signals += 1;
         shared.room.notify_one();
     }
 }

@@ -5,6 +5,8 @@
 compile_error!("loom models check the invariants' debug_asserts: build with -C debug-assertions");
 
 #[cfg(loom)]
+mod loom_blocked_submit;
+#[cfg(loom)]
 mod loom_capacity_edge;
 #[cfg(loom)]
 mod loom_exit_policy;

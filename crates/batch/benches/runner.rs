@@ -4,12 +4,17 @@
 //! Run: `cargo bench -p batch --bench runner -- --warm-up-time 1 --measurement-time 3`.
 //! Both peers report time per iteration of 10,000 targets (and targets/s); the ratio
 //! `spawn time / runner time` is the runner's speed relative to the bare baseline.
+//!
+//! The `store` group (feature `sqlite`) stores 1,000 targets over 10 jobs the same way on the
+//! in-memory store, on SQLite in WAL mode with `synchronous = NORMAL` (the default), and with
+//! `synchronous = FULL` (an fsync per commit: this machine's fsync-bound ceiling). Each SQLite
+//! iteration starts from a new, empty file.
 
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use batch::{Caller, Config, FetchError, Hooks, JobStatus, MemoryStore, Runner};
+use batch::{Caller, Config, FetchError, Hooks, JobStatus, MemoryStore, Runner, Store};
 use criterion::{Criterion, Throughput, criterion_main};
 use tokio::sync::Notify;
 
@@ -17,15 +22,15 @@ const JOBS: usize = 100;
 const TARGETS_PER_JOB: usize = 100;
 
 /// Counts ended jobs and wakes the bench when all have.
-#[derive(Default)]
 struct Ended {
     jobs: AtomicUsize,
+    expected: usize,
     all: Notify,
 }
 
 impl Hooks for Ended {
     fn job(&self, _status: JobStatus) {
-        if self.jobs.fetch_add(1, Ordering::AcqRel) + 1 == JOBS {
+        if self.jobs.fetch_add(1, Ordering::AcqRel) + 1 == self.expected {
             self.all.notify_waiters();
         }
     }
@@ -36,22 +41,25 @@ async fn fetch_one(n: u32) -> Result<u32, FetchError> {
     Ok(n.wrapping_mul(2))
 }
 
-async fn run_batch(callers: &[Caller], targets: &[u32]) {
-    let ended = Arc::new(Ended::default());
+/// Runs one job of `targets` per caller on `store` with 4 workers, until every job ended.
+async fn run_batch<S: Store>(store: S, callers: &[Caller], targets: &[u32]) {
+    let ended = Arc::new(Ended {
+        jobs: AtomicUsize::new(0),
+        expected: callers.len(),
+        all: Notify::new(),
+    });
     let config = Config::default()
         .workers(4)
-        .max_live_jobs(JOBS)
+        .max_live_jobs(callers.len())
         .hooks(ended.clone());
     let fetch = |_cancel, _caller: &Caller, n: &u32| fetch_one(*n);
-    let runner = Runner::new(config, MemoryStore::new(), fetch)
-        .await
-        .unwrap();
+    let runner = Runner::new(config, store, fetch).await.unwrap();
     let mut all = pin!(ended.all.notified());
     all.as_mut().enable();
     for caller in callers {
         runner.submit(caller, targets).await.unwrap();
     }
-    if ended.jobs.load(Ordering::Acquire) < JOBS {
+    if ended.jobs.load(Ordering::Acquire) < ended.expected {
         all.await;
     }
     runner.close().await;
@@ -89,11 +97,82 @@ fn bench(c: &mut Criterion) {
         group.sample_size(10);
         group.throughput(Throughput::Elements((JOBS * TARGETS_PER_JOB) as u64));
         group.bench_function("runner_memory_store_4_workers", |b| {
-            b.iter(|| rt.block_on(run_batch(&callers, &targets)));
+            b.iter(|| rt.block_on(run_batch(MemoryStore::new(), &callers, &targets)));
         });
         group.bench_function("tokio_spawn_per_target", |b| {
             b.iter(|| rt.block_on(spawn_each(JOBS * TARGETS_PER_JOB)));
         });
+        group.finish();
+    }
+    #[cfg(feature = "sqlite")]
+    sqlite::bench(c, &multi);
+}
+
+#[cfg(feature = "sqlite")]
+mod sqlite {
+    use std::path::PathBuf;
+
+    use batch::store::{SqliteStore, Synchronous};
+    use batch::{Caller, MemoryStore};
+    use criterion::{BatchSize, Criterion, Throughput};
+    use tokio::runtime::Runtime;
+
+    use super::run_batch;
+
+    const JOBS: usize = 10;
+    const TARGETS_PER_JOB: u32 = 100;
+
+    /// A new database file per iteration, removed with the folder at the end.
+    struct Files {
+        dir: PathBuf,
+        next: usize,
+    }
+
+    impl Files {
+        fn new() -> Self {
+            let dir = std::env::temp_dir().join(format!("batch-bench-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Self { dir, next: 0 }
+        }
+
+        fn open(&mut self, mode: Synchronous) -> SqliteStore {
+            self.next += 1;
+            let path = self.dir.join(format!("{}.db", self.next));
+            SqliteStore::options().synchronous(mode).open(path).unwrap()
+        }
+    }
+
+    impl Drop for Files {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    pub(super) fn bench(c: &mut Criterion, rt: &Runtime) {
+        let callers: Vec<Caller> = (0..JOBS).map(|i| Caller::new(format!("s{i}"))).collect();
+        let targets: Vec<u32> = (0..TARGETS_PER_JOB).collect();
+        let mut files = Files::new();
+        let mut group = c.benchmark_group("store/1k_targets_10_jobs");
+        group.sample_size(10);
+        group.throughput(Throughput::Elements(
+            JOBS as u64 * u64::from(TARGETS_PER_JOB),
+        ));
+        group.bench_function("memory", |b| {
+            b.iter(|| rt.block_on(run_batch(MemoryStore::new(), &callers, &targets)));
+        });
+        for (name, mode) in [
+            ("sqlite_wal_normal", Synchronous::Normal),
+            ("sqlite_wal_full_fsync", Synchronous::Full),
+        ] {
+            group.bench_function(name, |b| {
+                b.iter_batched(
+                    || files.open(mode),
+                    |store| rt.block_on(run_batch(store, &callers, &targets)),
+                    BatchSize::PerIteration,
+                );
+            });
+        }
         group.finish();
     }
 }

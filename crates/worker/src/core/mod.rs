@@ -431,11 +431,12 @@ impl Shared {
                 // the room to another spins on with what is left of its budget.
                 let finished = state.finished as usize;
                 drop(state);
+                let batch = (limit / 4).clamp(1, ROOM_BATCH_MAX);
                 spin_from(&mut budget, || {
                     this.finished_hint
                         .load(Ordering::Acquire)
                         .wrapping_sub(finished)
-                        >= ROOM_BATCH
+                        >= batch
                 });
                 state = lock(&this.state);
                 continue;
@@ -563,10 +564,11 @@ impl Shared {
     }
 }
 
-/// How many tasks a spinning submitter lets finish before it looks again (unless the spin
-/// budget runs out first): workers drain a few tasks without the submitter contending for the
-/// lock, then the submitter's next calls find room at once.
-const ROOM_BATCH: usize = 8;
+/// At most how many tasks a spinning submitter lets finish before it looks again: a quarter
+/// of the pool's unfinished-task limit, at least 1 and at most this (and the spin budget
+/// bounds the wait in any case). Workers drain that many without the submitter contending for
+/// the lock, then the submitter's next calls find room at once.
+const ROOM_BATCH_MAX: usize = 64;
 
 /// Whether a submitter that found the pool full should spin (again) before blocking: it may
 /// wait at all, and its spin budget is not spent.

@@ -426,13 +426,15 @@ impl Shared {
                 break;
             }
             if may_spin(wait, budget) {
-                // Spin a little before blocking: a blocked submitter costs every finishing
-                // worker a notification and itself a sleep, per task. A submitter that loses
-                // the room to another spins on with what is left of its budget.
+                // Wait a little before blocking: a blocked submitter costs every finishing
+                // worker a notification and itself a sleep, per task. Only yields, no busy
+                // spinning: the room comes from workers, which need the CPU more than this
+                // thread does. A submitter that loses the room to another goes on with what
+                // is left of its budget.
                 let finished = state.finished as usize;
                 drop(state);
                 let batch = (limit / 4).clamp(1, ROOM_BATCH_MAX);
-                spin_from(&mut budget, || {
+                spin_with(&mut budget, 0, || {
                     this.finished_hint
                         .load(Ordering::Acquire)
                         .wrapping_sub(finished)
@@ -594,11 +596,17 @@ const SPIN_STEPS: u32 = if cfg!(any(all(test, loom), miri)) {
 /// Spins from budget step `*step` on until `done` (returns `true`) or the budget is spent,
 /// leaving `*step` where it stopped so a caller can resume the same budget.
 fn spin_from(step: &mut u32, done: impl Fn() -> bool) -> bool {
+    spin_with(step, 6, done)
+}
+
+/// Like [`spin_from`], with `1 << step` spin hints only for steps below `spins` (and a
+/// `yield_now` for the other steps).
+fn spin_with(step: &mut u32, spins: u32, done: impl Fn() -> bool) -> bool {
     while *step < SPIN_STEPS {
         if done() {
             return true;
         }
-        if *step < 6 {
+        if *step < spins {
             for _ in 0..1u32 << *step {
                 std::hint::spin_loop();
             }

@@ -83,7 +83,13 @@ fn truncated_file_is_refused_as_corrupt() {
         .unwrap();
     file.set_len(len / 2).unwrap();
     drop(file);
+    let before = std::fs::read(dir.db()).unwrap();
     assert!(matches!(open_err(&dir.db()), SqliteError::Corrupt(_)));
+    assert_eq!(
+        std::fs::read(dir.db()).unwrap(),
+        before,
+        "the file is untouched"
+    );
 }
 
 #[test]
@@ -91,7 +97,9 @@ fn newer_schema_is_refused_and_not_altered() {
     let dir = Scratch::new("newer");
     written_db(&dir.db(), 3);
     {
+        // A rollback-journal file: switching it to WAL (a change) must not happen either.
         let conn = rusqlite::Connection::open(dir.db()).unwrap();
+        conn.pragma_update(None, "journal_mode", "DELETE").unwrap();
         conn.pragma_update(None, "user_version", 99).unwrap();
     }
     let before = std::fs::read(dir.db()).unwrap();
@@ -107,6 +115,11 @@ fn newer_schema_is_refused_and_not_altered() {
         before,
         "the file is untouched"
     );
+    let conn = rusqlite::Connection::open(dir.db()).unwrap();
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |row| row.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete");
 }
 
 #[test]

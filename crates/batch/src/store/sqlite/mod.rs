@@ -114,6 +114,12 @@ impl SqliteOptions {
         // Refuse a newer schema before anything (journal mode included) is changed.
         let found: u32 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
         if found > schema::VERSION {
+            // Closing would checkpoint a WAL left by the newer release into the file: leave the
+            // file exactly as it is.
+            conn.set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                true,
+            )?;
             return Err(SqliteError::NewerSchema {
                 found,
                 supported: schema::VERSION,
@@ -154,9 +160,9 @@ impl SqliteOptions {
 ///
 /// One connection, in WAL mode, behind one lock: every call is one short transaction that
 /// blocks its thread for the time SQLite takes (microseconds with
-/// [`Synchronous::Normal`]). The rotation lives in the database too (the claimable partial
-/// index in submit order and a stored cursor), so a restarted runner goes on where the last one
-/// stopped.
+/// [`Synchronous::Normal`]). The rotation lives in the database too (a partial index of the
+/// claimable jobs in submit order); only its cursor is kept in memory, so a restarted runner
+/// starts the rotation again at the oldest live job.
 ///
 /// # Guarantees
 ///
@@ -244,10 +250,6 @@ impl SqliteStore {
     }
 
     /// Bytes stored now: every kept job's target JSON and results.
-    ///
-    /// # Errors
-    ///
-    /// The database could not be read.
     pub fn stored_bytes(&self) -> u64 {
         self.inner.lock().counters.bytes()
     }

@@ -72,6 +72,11 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), SqliteError> {
     }
     for (from, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Read again under the write lock: another process may have migrated meanwhile.
+        let now: u32 = tx.pragma_query_value(None, "user_version", |row| row.get(0))?;
+        if now as usize > from {
+            continue;
+        }
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", from as u32 + 1)?;
         tx.commit()?;

@@ -71,6 +71,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         other => println!("unexpected: {other:?}"),
     }
 
+    // Four workers take the queued tasks in accept order; their lines below appear in
+    // whatever order the workers get to print them.
     door.open();
 
     // A panic: caught, logged by tracing, returned to `join`; the worker goes on.

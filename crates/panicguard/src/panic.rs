@@ -36,7 +36,8 @@ impl Panic {
     /// Builds a `Panic` from the payload `std::panic::catch_unwind` returned.
     ///
     /// `&'static str` and `String` payloads (everything `panic!` makes) keep their text; any
-    /// other payload becomes `"panic of unknown type"`. The payload is dropped here.
+    /// other payload becomes `"panic of unknown type"`. The payload is dropped here; if its
+    /// `Drop` panics, that panic is caught and dropped too, so this never panics.
     pub fn from_payload(payload: Box<dyn Any + Send>) -> Self {
         let message: Arc<str> = if let Some(text) = payload.downcast_ref::<&'static str>() {
             Arc::from(*text)
@@ -45,12 +46,22 @@ impl Panic {
         } else {
             Arc::from(UNKNOWN)
         };
+        drop_quietly(payload);
         Self { message }
     }
 
     /// The panic's message: the payload's text, or `"panic of unknown type"`.
     pub fn message(&self) -> &str {
         &self.message
+    }
+}
+
+/// Drops a payload before the `Panic` is built: a panic while dropping it must neither escape
+/// nor leak the returned value (rust-lang/rust#47949). The panic of a drop carries a payload of
+/// its own, dropped the same way; there is nothing to learn from it.
+fn drop_quietly(mut payload: Box<dyn Any + Send>) {
+    while let Err(next) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload))) {
+        payload = next;
     }
 }
 
@@ -94,6 +105,18 @@ mod tests {
     fn other_payload_is_unknown() {
         assert_eq!(Panic::from_payload(Box::new(7_i32)).message(), UNKNOWN);
         assert_eq!(Panic::from_payload(Box::new(())).message(), UNKNOWN);
+    }
+
+    #[test]
+    fn payload_whose_drop_panics_does_not_escape() {
+        struct PanicsOnDrop;
+        impl Drop for PanicsOnDrop {
+            fn drop(&mut self) {
+                panic!("from the payload's drop");
+            }
+        }
+        let caught = crate::catch(|| std::panic::panic_any(PanicsOnDrop));
+        assert_eq!(caught.unwrap_err().message(), UNKNOWN);
     }
 
     #[test]

@@ -84,6 +84,9 @@ mod spawn;
 mod worker;
 
 #[cfg(all(test, not(loom)))]
+pub(crate) use worker::die_after_this_task;
+
+#[cfg(all(test, not(loom)))]
 mod model;
 
 use std::collections::VecDeque;

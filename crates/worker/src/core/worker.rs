@@ -14,6 +14,23 @@ pub(crate) fn run_task(task: Task) {
             "a pool task panicked; its worker goes on"
         );
     }
+    #[cfg(all(test, not(loom)))]
+    if DIE_AFTER_TASK.replace(false) {
+        panic!("test hook: the worker dies outside its task");
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+std::thread_local! {
+    static DIE_AFTER_TASK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Test hook, called from inside a task: the worker thread running it panics right after the
+/// task, outside it (what a panicking `tracing` subscriber or a pool bug would do), so the
+/// death path of rule 4 can be tested.
+#[cfg(all(test, not(loom)))]
+pub(crate) fn die_after_this_task() {
+    DIE_AFTER_TASK.set(true);
 }
 
 /// The worker loop. Returns when the worker exits by the rules; unwinds only if something
@@ -151,8 +168,8 @@ fn leave(shared: &Shared, mut state: MutexGuard<'_, State>, id: usize) {
     }
 }
 
-/// Repairs the counts if the worker loop unwinds (a panic outside a task, e.g. a panic
-/// payload whose `Drop` panics), and starts a replacement when tasks are queued (rule 4).
+/// Repairs the counts if the worker loop unwinds (a panic outside a task, e.g. in a `tracing`
+/// subscriber), and starts a replacement when tasks are queued (rule 4).
 struct DeathGuard<'a> {
     shared: &'a Arc<Shared>,
     id: usize,

@@ -47,28 +47,14 @@ fn a_panicking_task_is_not_retried() {
     assert_eq!(tries.load(Ordering::SeqCst), 1);
 }
 
-/// A panic payload whose `Drop` panics: catching the task's panic succeeds, but dropping the
-/// payload then panics outside any task, and the worker thread dies.
-struct PanicsWhenDropped;
-
-impl Drop for PanicsWhenDropped {
-    fn drop(&mut self) {
-        panic!("payload drop");
-    }
-}
-
 #[test]
-#[cfg_attr(
-    miri,
-    ignore = "rust-lang/rust#47949: the Panic built before the payload's Drop panics is leaked, which Miri's leak check reports"
-)]
 fn a_dead_worker_is_replaced_by_one_that_takes_the_oldest_task() {
     let pool = Pool::builder(0, 1).submit_buffer(2).build().unwrap();
     let gates = Gates::default();
     let (go, gate) = std::sync::mpsc::channel::<()>();
     pool.submit(move || {
         let _ = gate.recv();
-        std::panic::panic_any(PanicsWhenDropped);
+        crate::core::die_after_this_task();
     })
     .unwrap();
     pool.submit(gates.task(1)).unwrap();
@@ -88,14 +74,9 @@ fn a_dead_worker_is_replaced_by_one_that_takes_the_oldest_task() {
 }
 
 #[test]
-#[cfg_attr(
-    miri,
-    ignore = "rust-lang/rust#47949: the Panic built before the payload's Drop panics is leaked, which Miri's leak check reports"
-)]
 fn a_dead_worker_with_nothing_queued_is_not_replaced() {
     let pool = Pool::new(1, 2).unwrap();
-    pool.submit(|| std::panic::panic_any(PanicsWhenDropped))
-        .unwrap();
+    pool.submit(crate::core::die_after_this_task).unwrap();
     let c = settle(&pool, 1);
     assert_eq!(c.workers, 0, "min is not restored proactively");
     // A later submission grows the pool again.

@@ -1,6 +1,8 @@
 //! Leased claims on the in-memory store: the runner's heartbeat keeps a slow fetch's claim,
 //! and a runner whose lease was taken stores nothing (fencing).
 
+mod suite;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -11,20 +13,6 @@ use batch::{
 };
 
 const TTL: Duration = Duration::from_millis(300);
-
-async fn wait_ended<F, S>(runner: &Runner<String, String, F, S>, id: batch::JobId, who: &Caller)
-where
-    F: batch::Fetch<String, String>,
-    S: Store,
-{
-    for _ in 0..100_000 {
-        if !runner.status(id, who).await.unwrap().status.is_live() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the job never ended");
-}
 
 #[tokio::test(start_paused = true)]
 async fn heartbeat_keeps_a_slow_fetch_from_being_fetched_twice() {
@@ -47,7 +35,7 @@ async fn heartbeat_keeps_a_slow_fetch_from_being_fetched_twice() {
         .unwrap();
     let ann = Caller::new("ann");
     let id = runner.submit(&ann, &["slow".to_string()]).await.unwrap();
-    wait_ended(&runner, id, &ann).await;
+    suite::ended(&runner, id, &ann).await;
     assert_eq!(
         runner.status(id, &ann).await.unwrap().status,
         JobStatus::Done
@@ -101,7 +89,7 @@ async fn a_runner_that_lost_its_lease_stores_nothing() {
         .submit(&ann, &["stolen".to_string(), "next".to_string()])
         .await
         .unwrap();
-    wait_ended(&runner, id, &ann).await;
+    suite::ended(&runner, id, &ann).await;
     let job = runner.status(id, &ann).await.unwrap();
     assert_eq!(job.status, JobStatus::Done);
     assert_eq!(
@@ -157,7 +145,7 @@ async fn a_dead_holders_claim_is_rescued_when_its_lease_lapses() {
         .unwrap();
     assert!(dead.is_some());
     // Idle, the workers sleep until the dead claim's lease lapses, then take the target over.
-    wait_ended(&runner, id, &ann).await;
+    suite::ended(&runner, id, &ann).await;
     assert_eq!(
         runner.status(id, &ann).await.unwrap().status,
         JobStatus::Done

@@ -1,24 +1,13 @@
 //! Runner behaviour beyond the store suite: fetch tokens, panics while building the fetch
 //! future, and dropping a runner without `close`.
 
+mod suite;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use batch::{Caller, CancellationToken, Config, FetchError, JobId, JobStatus, MemoryStore, Runner};
-
-async fn wait_ended<F>(runner: &Runner<String, String, F, MemoryStore>, id: JobId, who: &Caller)
-where
-    F: batch::Fetch<String, String>,
-{
-    for _ in 0..100_000 {
-        if !runner.status(id, who).await.unwrap().status.is_live() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the job never ended");
-}
+use batch::{Caller, CancellationToken, Config, FetchError, JobStatus, MemoryStore, Runner};
 
 #[tokio::test(start_paused = true)]
 async fn a_fetch_cancelling_its_token_stops_neither_runner_nor_later_fetches() {
@@ -42,7 +31,7 @@ async fn a_fetch_cancelling_its_token_stops_neither_runner_nor_later_fetches() {
         .submit(&ann, &["1".to_string(), "2".to_string(), "3".to_string()])
         .await
         .unwrap();
-    wait_ended(&runner, id, &ann).await;
+    suite::ended(&runner, id, &ann).await;
     assert_eq!(
         runner.status(id, &ann).await.unwrap().status,
         JobStatus::Done
@@ -71,7 +60,7 @@ async fn a_panic_while_building_the_future_is_an_internal_error() {
         .submit(&ann, &["boom".to_string(), "fine".to_string()])
         .await
         .unwrap();
-    wait_ended(&runner, id, &ann).await;
+    suite::ended(&runner, id, &ann).await;
     let job = runner.status(id, &ann).await.unwrap();
     assert_eq!(job.status, JobStatus::Partial);
     assert_eq!(

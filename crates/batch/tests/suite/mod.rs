@@ -99,9 +99,11 @@ pub async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
 }
 
 /// Waits until job `id` has ended; its snapshot.
-pub async fn ended<F, S>(runner: &Runner<Target, String, F, S>, id: JobId, caller: &Caller) -> Job
+pub async fn ended<T, O, F, S>(runner: &Runner<T, O, F, S>, id: JobId, caller: &Caller) -> Job
 where
-    F: batch::Fetch<Target, String>,
+    T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    O: serde::Serialize + Send + 'static,
+    F: batch::Fetch<T, O>,
     S: Store,
 {
     let mut last = None;

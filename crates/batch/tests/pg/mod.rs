@@ -217,3 +217,8 @@ impl Store for Frozen {
             .await
     }
 }
+
+/// `TEST_SCALE=small` (TSan, Miri) shrinks loops.
+pub fn small() -> bool {
+    std::env::var("TEST_SCALE").is_ok_and(|v| v == "small")
+}

@@ -312,3 +312,89 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
         runner.close().await;
     }
 }
+
+/// The server drops every connection of the store mid-job (`pg_terminate_backend`, as an
+/// administrator or a failover would): the runner reconnects and loses nothing, each target
+/// fetched and stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_dropped_by_the_server_are_reopened_and_nothing_is_lost() {
+    if !pg::available() {
+        return;
+    }
+    let url = pg::url().unwrap();
+    let schema = pg::fresh_schema();
+    let store = pg::open(
+        pg::options()
+            .schema(schema.as_str())
+            .lease_ttl(Duration::from_secs(30)),
+    );
+    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let admin = Arc::new(admin);
+    let terminated = Arc::new(AtomicUsize::new(0));
+    let fetched: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let fetch = {
+        let (admin, terminated, fetched) = (admin.clone(), terminated.clone(), fetched.clone());
+        let app = format!("batch {schema}");
+        move |_cancel: CancellationToken, _who: &Caller, target: &u64| {
+            let (admin, terminated, fetched, app, target) = (
+                admin.clone(),
+                terminated.clone(),
+                fetched.clone(),
+                app.clone(),
+                *target,
+            );
+            async move {
+                fetched.lock().unwrap().push(target);
+                if target % 4 == 2 {
+                    let rows = admin
+                        .query(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                             WHERE application_name = $1",
+                            &[&app],
+                        )
+                        .await
+                        .unwrap();
+                    terminated.fetch_add(rows.len(), Ordering::SeqCst);
+                }
+                Ok::<_, FetchError>(target * 10)
+            }
+        }
+    };
+    let hooks = Arc::new(Counting {
+        jobs: 1,
+        ..Counting::default()
+    });
+    let config = Config::default()
+        .workers(1)
+        .retry(Duration::from_millis(50), Duration::from_secs(10))
+        .hooks(hooks.clone());
+    let runner = Runner::new(config, store, fetch).await.unwrap();
+    let ann = Caller::new("ann");
+    let targets: Vec<u64> = (0..12).collect();
+    let id = runner.submit(&ann, &targets).await.unwrap();
+    tokio::time::timeout(PATIENCE, hooks.all_ended.notified())
+        .await
+        .expect("the job ended");
+    assert!(
+        terminated.load(Ordering::SeqCst) >= 3,
+        "the server really dropped the store's connections"
+    );
+    let job = runner.status(id, &ann).await.unwrap();
+    assert_eq!(job.status, JobStatus::Done);
+    for (index, target) in job.targets.iter().enumerate() {
+        assert_eq!(
+            target.state.output::<u64>().unwrap().unwrap(),
+            index as u64 * 10
+        );
+    }
+    assert_eq!(
+        *fetched.lock().unwrap(),
+        targets,
+        "each target fetched once, in order"
+    );
+    assert_eq!(hooks.stored.load(Ordering::SeqCst), targets.len());
+    runner.close().await;
+}

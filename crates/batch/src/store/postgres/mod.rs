@@ -162,7 +162,8 @@ impl PostgresOptions {
             .parse()
             .map_err(|err: tokio_postgres::Error| PostgresError::Config(err.to_string()))?;
         config.options(format!("-c search_path={schema}"));
-        config.application_name("batch");
+        // Names the store's connections in `pg_stat_activity`, for operators.
+        config.application_name(format!("batch {schema}"));
         Ok(config)
     }
 }

@@ -367,9 +367,14 @@ macro_rules! model_suite {
     };
     // As `runner_suite!`: `$guard` may skip every case (it prints why).
     (guarded $guard:expr, $make:expr) => {
+        $crate::model_suite!(guarded $guard, cases 128, $make);
+    };
+    // `$cases` cases (16 under `TEST_SCALE=small`): fewer for a store whose calls go over the
+    // network.
+    (guarded $guard:expr, cases $cases:expr, $make:expr) => {
         proptest::proptest! {
             #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
-                if suite::harness::small() { 16 } else { 128 }
+                if suite::harness::small() { 16.min($cases) } else { $cases }
             ))]
             #[test]
             fn model_one_worker_exact_order(case in suite::model::case(1, true)) {

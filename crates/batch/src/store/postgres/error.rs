@@ -41,7 +41,7 @@ pub enum PostgresError {
 /// SQLSTATE classes and codes after which the same call may succeed: connection exceptions
 /// (class 08), a serialization failure or deadlock (class 40), an operator intervention such as
 /// `pg_terminate_backend` or a server shutdown (class 57), too many connections (53300).
-fn transient(code: &str) -> bool {
+pub(super) fn transient(code: &str) -> bool {
     code.starts_with("08") || code.starts_with("40") || code.starts_with("57") || code == "53300"
 }
 

@@ -392,3 +392,6 @@ impl Store for PostgresStore {
         transaction!(self, |tx| queries::evict_oldest(&tx, max_bytes))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -12,6 +12,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use crate::flags::GateOptions;
+use crate::postgres;
 use crate::util::{self, cargo, nightly_cargo};
 
 /// What a step came to.
@@ -190,10 +191,29 @@ fn clippy(root: &Path) -> Outcome {
     ])))
 }
 
+/// Runs every test, with a throwaway PostgreSQL cluster for the tests that need one when the
+/// server is installed (otherwise those tests skip, and the gate says so).
 fn test(root: &Path) -> Outcome {
+    let cluster = match postgres::Cluster::start() {
+        Ok(cluster) => Some(cluster),
+        Err(postgres::NoCluster::Missing(why)) => {
+            println!("SKIPPED: postgres: {why}");
+            None
+        }
+        Err(postgres::NoCluster::Failed(why)) => {
+            return Outcome::Failed(format!("the PostgreSQL test cluster: {why}"));
+        }
+    };
+    let with_db = |mut cmd: Command| {
+        match &cluster {
+            Some(cluster) => cmd.env(postgres::URL_VAR, cluster.url()),
+            None => cmd.env_remove(postgres::URL_VAR),
+        };
+        in_root(cmd, root)
+    };
     let nextest = util::succeeds(cargo().args(["nextest", "--version"]));
     let result = if nextest {
-        util::run(in_root(cargo(), root).args([
+        util::run(with_db(cargo()).args([
             "nextest",
             "run",
             "--workspace",
@@ -202,16 +222,13 @@ fn test(root: &Path) -> Outcome {
         ]))
         .and_then(|()| {
             // nextest does not run doc tests.
-            util::run(in_root(cargo(), root).args([
-                "test",
-                "--workspace",
-                "--all-features",
-                "--doc",
-            ]))
+            util::run(with_db(cargo()).args(["test", "--workspace", "--all-features", "--doc"]))
         })
     } else {
-        util::run(in_root(cargo(), root).args(["test", "--workspace", "--all-features"]))
+        util::run(with_db(cargo()).args(["test", "--workspace", "--all-features"]))
     };
+    // Stops the cluster whatever the tests did.
+    drop(cluster);
     outcome(result)
 }
 

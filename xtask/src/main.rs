@@ -6,6 +6,7 @@
 mod demo;
 mod flags;
 mod gate;
+mod postgres;
 mod util;
 
 use std::path::{Path, PathBuf};

@@ -15,6 +15,8 @@
 //! `docs/batch.md` for why the trait is shaped around claims.
 
 pub(crate) mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -23,6 +25,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresError, PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteError, SqliteOptions, SqliteStore, Synchronous};
 

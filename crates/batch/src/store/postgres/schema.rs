@@ -1,0 +1,112 @@
+//! The PostgreSQL schema and its migrations, checked through a `schema_version` row.
+//!
+//! Every table lives in the store's own PostgreSQL schema (a namespace, `batch` by default),
+//! so one database can hold several independent stores. Migrating takes a transaction-level
+//! advisory lock first: replicas that start together migrate once, one after another. Each
+//! migration runs in that one transaction with the version bump, so a crash mid-migration
+//! leaves the older version intact. A version newer than the last migration here was written
+//! by a newer release of this crate: it is refused and never altered.
+
+use tokio_postgres::Client;
+
+use super::PostgresError;
+
+/// Migration `i` takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // Version 1: the SQLite store's tables, plus what a shared store needs.
+    //
+    // `in_flight` is the fencing token of the claim out (from `claim_tokens`), `lease_until`
+    // when that claim lapses unless renewed, `rescue` that the last claim lapsed. The rotation's
+    // cursor is one row: every claim locks it, which is what keeps the round-robin exact across
+    // replicas. Timestamps are microseconds since the Unix epoch, as the runners' clocks say.
+    "
+    CREATE TABLE jobs (
+        id          BIGSERIAL PRIMARY KEY,
+        caller      TEXT    NOT NULL,
+        status      TEXT    NOT NULL,
+        created     BIGINT  NOT NULL,
+        updated     BIGINT  NOT NULL,
+        touched     BIGINT  NOT NULL,
+        touch_seq   BIGINT  NOT NULL,
+        total       INTEGER NOT NULL,
+        next        INTEGER NOT NULL DEFAULT 0,
+        done        INTEGER NOT NULL DEFAULT 0,
+        failed      INTEGER NOT NULL DEFAULT 0,
+        in_flight   BIGINT,
+        lease_until BIGINT,
+        rescue      BOOLEAN NOT NULL DEFAULT FALSE,
+        busy_since  BIGINT,
+        retry_at    BIGINT,
+        bytes       BIGINT  NOT NULL
+    );
+    CREATE UNIQUE INDEX jobs_live_caller ON jobs (caller)
+        WHERE status IN ('queued', 'running');
+    CREATE INDEX jobs_claimable ON jobs (id)
+        WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total;
+    CREATE INDEX jobs_leased ON jobs (lease_until) WHERE in_flight IS NOT NULL;
+    CREATE INDEX jobs_evictable ON jobs (touch_seq)
+        WHERE status NOT IN ('queued', 'running') AND in_flight IS NULL;
+    CREATE TABLE targets (
+        job     BIGINT  NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+        idx     INTEGER NOT NULL,
+        target  TEXT    NOT NULL,
+        state   TEXT    NOT NULL DEFAULT 'pending',
+        output  TEXT,
+        error   TEXT,
+        hint    TEXT,
+        PRIMARY KEY (job, idx)
+    );
+    CREATE TABLE rotation (
+        only_row BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (only_row),
+        cursor   BIGINT NOT NULL
+    );
+    INSERT INTO rotation (cursor) VALUES (0);
+    CREATE SEQUENCE claim_tokens;
+    CREATE SEQUENCE touches;
+    ",
+];
+
+/// The schema version this crate writes.
+pub(super) const VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// The advisory lock key migrations take (any constant; "batch" in ASCII).
+const MIGRATION_LOCK: i64 = 0x62_61_74_63_68;
+
+/// Creates `schema` if needed and brings it up to [`VERSION`], refusing a newer one.
+pub(super) async fn migrate(client: &mut Client, schema: &str) -> Result<(), PostgresError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema};
+         SET LOCAL search_path TO {schema};
+         CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);"
+    ))
+    .await?;
+    let found: Option<i32> = tx
+        .query_opt("SELECT version FROM schema_version", &[])
+        .await?
+        .map(|row| row.get(0));
+    let found = found.unwrap_or(0);
+    if found > VERSION {
+        return Err(PostgresError::NewerSchema {
+            found,
+            supported: VERSION,
+        });
+    }
+    for (from, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        tx.batch_execute(sql).await?;
+        tracing::info!(
+            schema,
+            version = from + 1,
+            "batch postgres store: schema migrated"
+        );
+    }
+    if found < VERSION {
+        tx.execute("DELETE FROM schema_version", &[]).await?;
+        tx.execute("INSERT INTO schema_version VALUES ($1)", &[&VERSION])
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}

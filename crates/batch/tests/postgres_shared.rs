@@ -1,0 +1,400 @@
+//! Several replicas over one PostgreSQL database, on a real clock: `LISTEN/NOTIFY` wake-ups,
+//! and three runners draining twenty jobs together under the one-runner rules.
+
+mod pg;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use batch::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, PostgresStore, Submitted};
+use batch::{
+    Caller, CancellationToken, Config, FetchError, Hooks, Job, JobId, JobStatus, Runner, Store,
+    StoreError, SubmitError, TargetOutcome, TargetState, Timestamp,
+};
+use tokio::sync::Notify;
+
+/// Generous bounds for a shared 2-core machine; reaching one means a lost wake-up or target.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// An idle runner whose fallback poll is an hour away starts a job another replica submits:
+/// only the `NOTIFY` can have woken it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notify_wakes_an_idle_replica() {
+    if !pg::available() {
+        return;
+    }
+    let options = pg::options()
+        .poll_interval(Duration::from_secs(3600))
+        .lease_ttl(Duration::from_secs(30));
+    let submitter = pg::open(options.clone());
+    let store = pg::open(options);
+    let fetched = Arc::new(Notify::new());
+    let fetch = {
+        let fetched = Arc::clone(&fetched);
+        move |_cancel: CancellationToken, _who: &Caller, target: &String| {
+            let (fetched, target) = (Arc::clone(&fetched), target.clone());
+            async move {
+                fetched.notify_one();
+                Ok::<_, FetchError>(target)
+            }
+        }
+    };
+    let runner = Runner::new(Config::default().workers(2), store, fetch)
+        .await
+        .unwrap();
+    let job = NewJob {
+        caller: Caller::new("ann"),
+        targets: vec!["\"a1\"".into()],
+        now: Timestamp::from(SystemTime::now()),
+        max_live_jobs: 10,
+    };
+    submitter.submit(job).await.unwrap();
+    tokio::time::timeout(PATIENCE, fetched.notified())
+        .await
+        .expect("the NOTIFY woke an idle worker long before its hourly poll");
+    runner.close().await;
+}
+
+/// What the replicas did, in the order this process saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    /// A claim of a job, with its fencing token: tokens are drawn while the claim holds the
+    /// rotation row, so their order is the claims' exact commit order.
+    Claimed { job: u64, token: u64 },
+    /// A target of the job was stored and the job goes on.
+    Stored(u64),
+}
+
+/// A replica's store that logs claims and stored targets into one shared log.
+struct Logged {
+    store: PostgresStore,
+    log: Arc<Mutex<Vec<Event>>>,
+}
+
+impl Store for Logged {
+    fn lease_ttl(&self) -> Option<Duration> {
+        self.store.lease_ttl()
+    }
+    async fn recover(&self, now: Timestamp) -> Result<usize, StoreError> {
+        self.store.recover(now).await
+    }
+    async fn submit(&self, job: NewJob) -> Result<Submitted, SubmitError> {
+        self.store.submit(job).await
+    }
+    async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
+        let claim = self.store.claim(now).await?;
+        if let Some(claim) = &claim {
+            self.log.lock().unwrap().push(Event::Claimed {
+                job: claim.job.get(),
+                token: claim.token,
+            });
+        }
+        Ok(claim)
+    }
+    async fn renew(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
+        self.store.renew(claim, now).await
+    }
+    async fn complete(
+        &self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> Result<Completion, StoreError> {
+        let completion = self.store.complete(claim, result, now).await?;
+        // A stored target that ended its job leaves nothing to wait for.
+        if let Completion::Stored { ended: None, .. } = completion {
+            self.log
+                .lock()
+                .unwrap()
+                .push(Event::Stored(claim.job.get()));
+        }
+        Ok(completion)
+    }
+    async fn retry_later(
+        &self,
+        claim: &Claim,
+        busy_since: Timestamp,
+        at: Timestamp,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        self.store.retry_later(claim, busy_since, at, now).await
+    }
+    async fn release(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
+        self.store.release(claim, now).await
+    }
+    async fn next_wakeup(&self) -> Result<Option<Timestamp>, StoreError> {
+        self.store.next_wakeup().await
+    }
+    fn changed(&self) -> impl Future<Output = ()> + Send {
+        self.store.changed()
+    }
+    async fn status(&self, id: JobId, caller: &Caller) -> Result<Option<Job>, StoreError> {
+        self.store.status(id, caller).await
+    }
+    async fn touch(&self, id: JobId, caller: &Caller, now: Timestamp) -> Result<bool, StoreError> {
+        self.store.touch(id, caller, now).await
+    }
+    async fn cancel(
+        &self,
+        id: JobId,
+        caller: &Caller,
+        now: Timestamp,
+    ) -> Result<CancelOutcome, StoreError> {
+        self.store.cancel(id, caller, now).await
+    }
+    async fn evict_oldest(&self, max_bytes: u64) -> Result<Evicted, StoreError> {
+        self.store.evict_oldest(max_bytes).await
+    }
+}
+
+/// One fetch as the recording fetch saw it: which target, and its start and end on one
+/// counter shared by all replicas.
+#[derive(Debug, Clone, Copy)]
+struct Fetched {
+    job: usize,
+    index: usize,
+    start: u64,
+    end: u64,
+}
+
+/// Counts stored targets and ended jobs over every replica; wakes the test at the end.
+#[derive(Default)]
+struct Counting {
+    stored: AtomicUsize,
+    ended: AtomicUsize,
+    all_ended: Notify,
+    jobs: usize,
+}
+
+impl Hooks for Counting {
+    fn target(&self, _outcome: TargetOutcome, _elapsed: Duration, _bytes: u64) {
+        self.stored.fetch_add(1, Ordering::SeqCst);
+    }
+    fn job(&self, _status: JobStatus) {
+        if self.ended.fetch_add(1, Ordering::SeqCst) + 1 == self.jobs {
+            self.all_ended.notify_one();
+        }
+    }
+}
+
+/// Three runners (three pools) over one database, 20 jobs of 50 targets submitted across them.
+///
+/// Checked: every job's targets are fetched one at a time and in order, wherever they run;
+/// every target is stored exactly once (one target hook per target over all replicas, and its
+/// result in the job); and the rotation is fair across replicas.
+///
+/// The fairness bound: the rotation's cursor is one row every claim locks, so claims commit
+/// one at a time in fencing-token order, and from any moment on the cursor reaches a ready
+/// job before it claims any other job twice. So after a job's target is stored, every other
+/// job is claimed at most twice (in token order) before this job's next claim: once in the
+/// lap, and once by a claim that committed before the store but was logged after it (each job
+/// has at most one such claim, being serial). The check places each store after every claim
+/// logged before it, which can only undercount.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
+    if !pg::available() {
+        return;
+    }
+    let (jobs, per_job) = if pg::small() { (6, 10) } else { (20, 50) };
+    let options = pg::options().lease_ttl(Duration::from_secs(30));
+    let log: Arc<Mutex<Vec<Event>>> = Arc::default();
+    let fetched: Arc<Mutex<Vec<Fetched>>> = Arc::default();
+    let clock = Arc::new(AtomicU64::new(0));
+    let hooks = Arc::new(Counting {
+        jobs,
+        ..Counting::default()
+    });
+    let mut runners = Vec::new();
+    for _ in 0..3 {
+        let store = Logged {
+            store: pg::open(options.clone()),
+            log: Arc::clone(&log),
+        };
+        let fetch = {
+            let (fetched, clock) = (Arc::clone(&fetched), Arc::clone(&clock));
+            move |_cancel: CancellationToken, _who: &Caller, target: &(usize, usize)| {
+                let (fetched, clock, (job, index)) =
+                    (Arc::clone(&fetched), Arc::clone(&clock), *target);
+                async move {
+                    let start = clock.fetch_add(1, Ordering::SeqCst);
+                    // Let other tasks run mid-fetch, so an overlap would show.
+                    tokio::task::yield_now().await;
+                    let end = clock.fetch_add(1, Ordering::SeqCst);
+                    fetched.lock().unwrap().push(Fetched {
+                        job,
+                        index,
+                        start,
+                        end,
+                    });
+                    Ok::<_, FetchError>(format!("{job}-{index}"))
+                }
+            }
+        };
+        let config = Config::default().workers(2).hooks(hooks.clone());
+        runners.push(Runner::new(config, store, fetch).await.unwrap());
+    }
+    let mut ids = Vec::new();
+    for job in 0..jobs {
+        let caller = Caller::new(format!("caller{job}"));
+        let targets: Vec<(usize, usize)> = (0..per_job).map(|index| (job, index)).collect();
+        let id = runners[job % 3].submit(&caller, &targets).await.unwrap();
+        ids.push((id, caller));
+    }
+    tokio::time::timeout(PATIENCE, hooks.all_ended.notified())
+        .await
+        .expect("every job ended");
+
+    // Every target stored exactly once, with its own result, whichever replica asks.
+    assert_eq!(hooks.stored.load(Ordering::SeqCst), jobs * per_job);
+    for (job, (id, caller)) in ids.iter().enumerate() {
+        let snapshot = runners[(job + 1) % 3].status(*id, caller).await.unwrap();
+        assert_eq!(snapshot.status, JobStatus::Done);
+        for (index, target) in snapshot.targets.iter().enumerate() {
+            let expected = format!("{job}-{index}");
+            assert_eq!(target.state.output::<String>().unwrap().unwrap(), expected);
+        }
+    }
+    // Per job: serial and in order, each target fetched once (no lease lapsed).
+    let fetched = fetched.lock().unwrap().clone();
+    assert_eq!(fetched.len(), jobs * per_job);
+    let mut by_job: HashMap<usize, Vec<Fetched>> = HashMap::new();
+    for f in fetched {
+        by_job.entry(f.job).or_default().push(f);
+    }
+    for (job, mut list) in by_job {
+        list.sort_by_key(|f| f.start);
+        let order: Vec<usize> = list.iter().map(|f| f.index).collect();
+        assert_eq!(
+            order,
+            (0..per_job).collect::<Vec<_>>(),
+            "job {job} in order"
+        );
+        for pair in list.windows(2) {
+            assert!(
+                pair[0].end < pair[1].start,
+                "job {job} overlapped: {pair:?}"
+            );
+        }
+    }
+    // Fairness: between a job's stored target and its next claim, in claim order, no other
+    // job is claimed more than twice.
+    let log = log.lock().unwrap().clone();
+    let mut claims: Vec<(u64, u64)> = Vec::new(); // (token, job)
+    let mut stores: Vec<(u64, u64)> = Vec::new(); // (tokens logged before it, job)
+    let mut logged_up_to = 0;
+    for event in &log {
+        match *event {
+            Event::Claimed { job, token } => {
+                claims.push((token, job));
+                logged_up_to = logged_up_to.max(token);
+            }
+            Event::Stored(job) => stores.push((logged_up_to, job)),
+        }
+    }
+    claims.sort_unstable();
+    let mut worst = 0;
+    for (after, waiting) in stores {
+        let mut counts: HashMap<u64, usize> = HashMap::new();
+        for &(_, job) in claims.iter().filter(|&&(token, _)| token > after) {
+            if job == waiting {
+                break;
+            }
+            let n = counts.entry(job).or_default();
+            *n += 1;
+            worst = worst.max(*n);
+        }
+    }
+    println!("fairness: at most {worst} claims of one job while another waited");
+    assert!(worst <= 2, "a job waited through {worst} claims of another");
+    for runner in &runners {
+        runner.close().await;
+    }
+}
+
+/// The server drops every connection of the store mid-job (`pg_terminate_backend`, as an
+/// administrator or a failover would): the runner reconnects and loses nothing, each target
+/// fetched and stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_dropped_by_the_server_are_reopened_and_nothing_is_lost() {
+    if !pg::available() {
+        return;
+    }
+    let url = pg::url().unwrap();
+    let schema = pg::fresh_schema();
+    let store = pg::open(
+        pg::options()
+            .schema(schema.as_str())
+            .lease_ttl(Duration::from_secs(30)),
+    );
+    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let admin = Arc::new(admin);
+    let terminated = Arc::new(AtomicUsize::new(0));
+    let fetched: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let fetch = {
+        let (admin, terminated, fetched) = (admin.clone(), terminated.clone(), fetched.clone());
+        let app = format!("batch {schema}");
+        move |_cancel: CancellationToken, _who: &Caller, target: &u64| {
+            let (admin, terminated, fetched, app, target) = (
+                admin.clone(),
+                terminated.clone(),
+                fetched.clone(),
+                app.clone(),
+                *target,
+            );
+            async move {
+                fetched.lock().unwrap().push(target);
+                if target % 4 == 2 {
+                    let rows = admin
+                        .query(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                             WHERE application_name = $1",
+                            &[&app],
+                        )
+                        .await
+                        .unwrap();
+                    terminated.fetch_add(rows.len(), Ordering::SeqCst);
+                }
+                Ok::<_, FetchError>(target * 10)
+            }
+        }
+    };
+    let hooks = Arc::new(Counting {
+        jobs: 1,
+        ..Counting::default()
+    });
+    let config = Config::default()
+        .workers(1)
+        .retry(Duration::from_millis(50), Duration::from_secs(10))
+        .hooks(hooks.clone());
+    let runner = Runner::new(config, store, fetch).await.unwrap();
+    let ann = Caller::new("ann");
+    let targets: Vec<u64> = (0..12).collect();
+    let id = runner.submit(&ann, &targets).await.unwrap();
+    tokio::time::timeout(PATIENCE, hooks.all_ended.notified())
+        .await
+        .expect("the job ended");
+    assert!(
+        terminated.load(Ordering::SeqCst) >= 3,
+        "the server really dropped the store's connections"
+    );
+    let job = runner.status(id, &ann).await.unwrap();
+    assert_eq!(job.status, JobStatus::Done);
+    for (index, target) in job.targets.iter().enumerate() {
+        assert_eq!(
+            target.state.output::<u64>().unwrap().unwrap(),
+            index as u64 * 10
+        );
+    }
+    assert_eq!(
+        *fetched.lock().unwrap(),
+        targets,
+        "each target fetched once, in order"
+    );
+    assert_eq!(hooks.stored.load(Ordering::SeqCst), targets.len());
+    runner.close().await;
+}

@@ -164,6 +164,34 @@ impl TargetState {
         }
     }
 
+    /// A stored result as a database row keeps it: `(state word, output, error, hint)`;
+    /// `None` for [`Pending`](Self::Pending), which is never stored.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn to_columns(&self) -> Option<ResultColumns<'_>> {
+        match self {
+            Self::Pending => None,
+            Self::Done { output_json } => Some(("done", Some(output_json), None, None)),
+            Self::Failed { error, hint } => Some(("failed", None, Some(error), hint.as_deref())),
+        }
+    }
+
+    /// Reads back what [`to_columns`](Self::to_columns) wrote (or a pending row); `None` for
+    /// a row it never writes.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn from_columns(
+        word: &str,
+        output: Option<String>,
+        error: Option<String>,
+        hint: Option<String>,
+    ) -> Option<Self> {
+        match (word, output, error) {
+            ("pending", _, _) => Some(Self::Pending),
+            ("done", Some(output_json), _) => Some(Self::Done { output_json }),
+            ("failed", _, Some(error)) => Some(Self::Failed { error, hint }),
+            _ => None,
+        }
+    }
+
     /// The bytes this state adds to a store's budget (output, error and hint text).
     pub fn stored_bytes(&self) -> u64 {
         let len = match self {
@@ -174,6 +202,15 @@ impl TargetState {
         len as u64
     }
 }
+
+/// A stored result's columns: `(state word, output, error, hint)`.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) type ResultColumns<'a> = (
+    &'static str,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<&'a str>,
+);
 
 /// A snapshot of one job, from [`Runner::status`](crate::Runner::status).
 #[derive(Debug, Clone, PartialEq, Eq)]

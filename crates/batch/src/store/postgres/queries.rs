@@ -285,17 +285,9 @@ pub(super) async fn complete(
     now: Timestamp,
 ) -> Result<Completion> {
     let bytes = result.stored_bytes();
-    let (state, output, error, hint) = match &result {
-        TargetState::Done { output_json } => ("done", Some(output_json.as_str()), None, None),
-        TargetState::Failed { error, hint } => {
-            ("failed", None, Some(error.as_str()), hint.as_deref())
-        }
-        TargetState::Pending => {
-            return Err(PostgresError::InvalidRow(
-                "a pending result cannot be stored".into(),
-            ));
-        }
-    };
+    let (state, output, error, hint) = result
+        .to_columns()
+        .ok_or_else(|| PostgresError::InvalidRow("a pending result cannot be stored".into()))?;
     let id = claim.job.get() as i64;
     let sql_now = to_sql(now);
     // Matching the token here is the fencing: a stale claim changes no row.
@@ -448,14 +440,8 @@ pub(super) async fn status(
         let output: Option<String> = row.get(2);
         let error: Option<String> = row.get(3);
         let hint: Option<String> = row.get(4);
-        let state = match (state.as_str(), output, error) {
-            ("pending", _, _) => TargetState::Pending,
-            ("done", Some(output_json), _) => TargetState::Done { output_json },
-            ("failed", _, Some(error)) => TargetState::Failed { error, hint },
-            (other, ..) => {
-                return Err(PostgresError::InvalidRow(format!("target state {other:?}")));
-            }
-        };
+        let state = TargetState::from_columns(&state, output, error, hint)
+            .ok_or_else(|| PostgresError::InvalidRow(format!("target state {state:?}")))?;
         targets.push(TargetEntry {
             target_json: target,
             state,

@@ -1,11 +1,13 @@
-//! The runner suite over the SQLite store, on SQLite's in-memory database.
+//! The runner suite over the SQLite store, on SQLite's in-memory database, each call frozen in
+//! virtual time (see `suite::frozen`).
 
 mod suite;
 
 use proptest::prelude::Strategy;
+use suite::frozen::Frozen;
 
-fn store() -> batch::store::SqliteStore {
-    batch::store::SqliteStore::open_in_memory().expect("in-memory sqlite")
+fn store() -> Frozen<batch::store::SqliteStore> {
+    Frozen::new(batch::store::SqliteStore::open_in_memory().expect("in-memory sqlite"))
 }
 
 runner_suite!(store);

@@ -4,13 +4,12 @@
 use batch::store::{Evicted, NewJob, Store};
 use batch::{Caller, JobId, TargetState, Timestamp};
 
-/// Store calls here never wait on anything: one poll finishes them.
+/// Runs one store call to its end.
 fn now<F: Future>(future: F) -> F::Output {
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match std::pin::pin!(future).poll(&mut cx) {
-        std::task::Poll::Ready(value) => value,
-        std::task::Poll::Pending => panic!("a store call did not finish at once"),
-    }
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime")
+        .block_on(future)
 }
 
 fn at(micros: u64) -> Timestamp {

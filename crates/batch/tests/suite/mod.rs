@@ -13,6 +13,7 @@
 
 #![allow(dead_code)]
 
+pub mod frozen;
 pub mod harness;
 pub mod model;
 

@@ -1,5 +1,7 @@
 //! What can go wrong with a SQLite store, as types.
 
+use std::path::PathBuf;
+
 use rusqlite::ErrorCode;
 
 use crate::error::StoreError;
@@ -14,6 +16,32 @@ use crate::error::StoreError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SqliteError {
+    /// Another store owns this database file, in this process or another (see
+    /// [`SqliteStore`](super::SqliteStore)'s "One owner"). Nothing was read or written. It
+    /// clears when that store is dropped or its process ends.
+    #[error("the database is in use by another store (owner lock {})", lock.display())]
+    InUse {
+        /// The lock file beside the database.
+        lock: PathBuf,
+    },
+    /// The path names no file (`""` or `":memory:"`, which SQLite reads as a private
+    /// temporary database). Nothing was opened.
+    #[error("{path:?} is not a database file path: {reason}")]
+    InvalidPath {
+        /// The path given.
+        path: PathBuf,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// An option of [`SqliteOptions`](super::SqliteOptions) is out of range. Nothing was
+    /// opened.
+    #[error("invalid sqlite store setting `{setting}`: {reason}")]
+    InvalidSetting {
+        /// The option's name.
+        setting: &'static str,
+        /// Why it was refused.
+        reason: String,
+    },
     /// The file is not a SQLite database, or its pages are damaged (a truncated or overwritten
     /// file). Nothing was written to it.
     #[error("the database file is corrupt or not a SQLite database: {0}")]

@@ -13,13 +13,10 @@ fn job(caller: &str, targets: &[&str]) -> NewJob {
 }
 
 fn block_on<F: Future>(future: F) -> F::Output {
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let std::task::Poll::Ready(v) = future.as_mut().poll(&mut cx) {
-            return v;
-        }
-    }
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime")
+        .block_on(future)
 }
 
 #[test]
@@ -62,7 +59,7 @@ fn a_full_disk_is_a_typed_error_and_loses_nothing_stored() {
     assert_eq!(kept.targets.len(), 1);
     assert_eq!(kept.targets[0].target_json, "\"a1\"");
     assert_eq!(kept.targets[0].state, done);
-    assert_eq!(store.live_jobs().unwrap(), 0);
+    assert_eq!(block_on(store.live_jobs()).unwrap(), 0);
     assert_eq!(store.stored_bytes(), 4 + 6);
 }
 

@@ -1,0 +1,95 @@
+//! One owner per database file: an exclusive `flock`-style lock on a file beside it.
+//!
+//! A SQLite store frees every claim it finds at start (`Store::recover`): correct for a
+//! restarted owner, fatal for a second store over a file that a live runner still serves (its
+//! claims would be freed under it and fetched twice). So a store takes this lock before it
+//! opens, or even reads, the database, and a second open — from this process or another —
+//! is refused with [`SqliteError::InUse`] and changes nothing.
+//!
+//! The lock is the OS's advisory whole-file lock (`File::try_lock`: `flock` on Unix,
+//! `LockFileEx` on Windows). The kernel drops it when the process ends, however it ends, so
+//! a SIGKILLed owner never blocks its successor. It sits on a separate file, `<db>.lock`,
+//! never on the database itself: closing any other descriptor of the database would drop
+//! SQLite's own POSIX locks on it. The lock file is left in place when the store closes
+//! (deleting it would race with an opener that has it open already); it is empty.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::SqliteError;
+
+/// Holds the owner lock of one database file until dropped.
+#[derive(Debug)]
+pub(super) struct OwnerLock {
+    _file: File,
+}
+
+impl OwnerLock {
+    /// Takes the lock of the database at `db`, without waiting.
+    ///
+    /// # Errors
+    ///
+    /// [`SqliteError::InUse`] if another store holds it; the lock file's I/O error otherwise
+    /// (a missing folder, no permission, a read-only file system).
+    pub(super) fn acquire(db: &Path) -> Result<Self, SqliteError> {
+        let path = lock_path(db);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|err| io_error(&path, &err))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Self { _file: file }),
+            Err(TryLockError::WouldBlock) => Err(SqliteError::InUse { lock: path }),
+            Err(TryLockError::Error(err)) => Err(io_error(&path, &err)),
+        }
+    }
+}
+
+/// The lock file of the database at `db`: `<db>.lock` beside it.
+pub(super) fn lock_path(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+fn io_error(path: &Path, err: &io::Error) -> SqliteError {
+    let text = format!("{}: {err}", path.display());
+    match err.kind() {
+        io::ErrorKind::ReadOnlyFilesystem => SqliteError::ReadOnly(text),
+        _ => SqliteError::Unreadable(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_of_one_file_is_refused_until_the_first_is_dropped() {
+        let dir = std::env::temp_dir().join(format!("batch-owner-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("jobs.db");
+        let first = OwnerLock::acquire(&db).unwrap();
+        let second = OwnerLock::acquire(&db).unwrap_err();
+        assert!(
+            matches!(&second, SqliteError::InUse { lock } if *lock == lock_path(&db)),
+            "{second:?}"
+        );
+        drop(first);
+        let third = OwnerLock::acquire(&db).unwrap();
+        drop(third);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_lock_file_sits_beside_the_database() {
+        assert_eq!(
+            lock_path(Path::new("/var/lib/app/jobs.db")),
+            Path::new("/var/lib/app/jobs.db.lock")
+        );
+    }
+}

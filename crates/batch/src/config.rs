@@ -21,7 +21,10 @@ pub struct Config {
     /// How long a target may keep coming back busy before it is stored failed.
     pub retry_for: Duration,
     /// The store's budget: after each stored target, finished jobs are evicted, least
-    /// recently touched first, until the stored bytes are at or below this.
+    /// recently touched first, until the stored bytes are at or below this (at least 1).
+    /// Live jobs are never evicted, so the store may hold more while they run; a job whose
+    /// targets and results alone exceed the budget is evicted as soon as it ends (logged with
+    /// `tracing::warn!`): size the budget above your largest job.
     pub max_bytes: u64,
     /// The most targets one job may have (at least 1).
     pub max_targets: usize,
@@ -124,6 +127,9 @@ impl Config {
         if self.max_live_jobs == 0 {
             return Err(ConfigError::MaxLiveJobs);
         }
+        if self.max_bytes == 0 {
+            return Err(ConfigError::MaxBytes);
+        }
         Ok(())
     }
 }
@@ -160,6 +166,7 @@ mod tests {
             ),
             (Config::default().max_targets(0), ConfigError::MaxTargets),
             (Config::default().max_live_jobs(0), ConfigError::MaxLiveJobs),
+            (Config::default().max_bytes(0), ConfigError::MaxBytes),
             (
                 Config::default().retry(Duration::from_secs(1), Duration::MAX),
                 ConfigError::RetryFor(Duration::MAX),

@@ -29,6 +29,10 @@ pub enum ConfigError {
     /// `retry_for` does not fit a timestamp.
     #[error("retry_for is too large: {0:?}")]
     RetryFor(Duration),
+    /// `max_bytes` is zero: every job would be evicted the moment it ends, before anyone could
+    /// read its results.
+    #[error("max_bytes must be at least 1")]
+    MaxBytes,
 }
 
 /// Why [`Runner::new`](crate::Runner::new) failed.

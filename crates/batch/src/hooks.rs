@@ -1,5 +1,6 @@
 //! Hooks: what the runner reports for metrics.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::StoreError;
@@ -16,7 +17,9 @@ pub enum TargetOutcome {
 
 /// Callbacks for metrics; every method defaults to doing nothing.
 ///
-/// Hooks run on the runner's tasks, never under a lock, and should return quickly. When two
+/// Hooks run on the runner's tasks, never under a lock, and should return quickly. A hook
+/// that panics is caught and logged (`tracing::error!`); the runner goes on as if it had
+/// returned, and calls it again at the next event. When two
 /// workers change a count at once, their calls may arrive in either order: each change makes
 /// exactly one call carrying the count right after it, but the last call seen need not carry
 /// the latest count.
@@ -66,3 +69,53 @@ pub trait Hooks: Send + Sync + 'static {
 pub struct NoHooks;
 
 impl Hooks for NoHooks {}
+
+/// The user's [`Hooks`] as the runner calls them: each call under panicguard.
+///
+/// A hook is user code; a panic in one must not unwind through a worker (which holds a claim
+/// its job needs) or through `submit`. It is logged with `tracing::error!` and otherwise
+/// changes nothing: the claim completes or is released as usual, and the next event calls the
+/// hook again.
+#[derive(Clone)]
+pub(crate) struct GuardedHooks(Arc<dyn Hooks>);
+
+impl GuardedHooks {
+    pub(crate) fn new(hooks: Arc<dyn Hooks>) -> Self {
+        Self(hooks)
+    }
+
+    /// Runs one hook call, turning a panic into a log line.
+    fn call(&self, hook: &'static str, f: impl FnOnce(&dyn Hooks)) {
+        if let Err(panic) = panicguard::catch(|| f(&*self.0)) {
+            tracing::error!(hook, panic = panic.message(), "a batch hook panicked");
+        }
+    }
+
+    pub(crate) fn depth(&self, live_jobs: usize) {
+        self.call("depth", |h| h.depth(live_jobs));
+    }
+
+    pub(crate) fn inflight(&self, in_flight: usize) {
+        self.call("inflight", |h| h.inflight(in_flight));
+    }
+
+    pub(crate) fn target(&self, outcome: TargetOutcome, elapsed: Duration, result_bytes: u64) {
+        self.call("target", |h| h.target(outcome, elapsed, result_bytes));
+    }
+
+    pub(crate) fn job(&self, status: JobStatus) {
+        self.call("job", |h| h.job(status));
+    }
+
+    pub(crate) fn rescued(&self) {
+        self.call("rescued", |h| h.rescued());
+    }
+
+    pub(crate) fn store_error(&self, error: &StoreError) {
+        self.call("store_error", |h| h.store_error(error));
+    }
+
+    pub(crate) fn job_seconds(&self, seconds: f64) {
+        self.call("job_seconds", |h| h.job_seconds(seconds));
+    }
+}

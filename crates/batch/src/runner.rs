@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::Config;
 use crate::error::{InvalidJob, NewError, StatusError, StoreError, SubmitError};
 use crate::fetch::Fetch;
+use crate::hooks::GuardedHooks;
 use crate::job::{Caller, Job, JobId, JobStatus};
 use crate::store::{CancelOutcome, Ended, NewJob, Store};
 use crate::time::Clock;
@@ -24,6 +25,8 @@ pub(crate) struct Shared<T, O, F, S> {
     pub(crate) store: S,
     pub(crate) fetch: F,
     pub(crate) config: Config,
+    /// `config.hooks`, each call under panicguard.
+    pub(crate) hooks: GuardedHooks,
     pub(crate) clock: Clock,
     /// Wakes sleeping workers: on submit, on a finished target, on close.
     pub(crate) wake: Notify,
@@ -49,7 +52,7 @@ impl<T, O, F, S> Shared<T, O, F, S> {
 
     /// Reports a job that just ended: `job`, `job_seconds`, then `depth`.
     pub(crate) fn report_end(&self, ended: Ended) {
-        let hooks = &*self.config.hooks;
+        let hooks = &self.hooks;
         hooks.job(ended.status);
         hooks.job_seconds(ended.after.as_secs_f64());
         hooks.depth(ended.live_jobs);
@@ -106,8 +109,9 @@ where
         config.validate()?;
         let clock = Clock::start();
         let live_jobs = store.recover(clock.now()).await?;
+        let hooks = GuardedHooks::new(Arc::clone(&config.hooks));
         if live_jobs > 0 {
-            config.hooks.depth(live_jobs);
+            hooks.depth(live_jobs);
         }
         let shared = Arc::new(Shared {
             store,
@@ -116,6 +120,7 @@ where
             wake: Notify::new(),
             shutdown: CancellationToken::new(),
             closed: AtomicBool::new(false),
+            hooks,
             in_flight: AtomicUsize::new(0),
             idle: AtomicUsize::new(0),
             _types: PhantomData,
@@ -179,7 +184,7 @@ where
                 max_live_jobs: self.shared.config.max_live_jobs,
             })
             .await?;
-        self.shared.config.hooks.depth(submitted.live_jobs);
+        self.shared.hooks.depth(submitted.live_jobs);
         self.shared.wake_idle();
         Ok(submitted.id)
     }

@@ -10,7 +10,10 @@
 //! 3. Sleep until woken, until the store's next wake-up time (a retry, a lease to lapse),
 //!    until the store reports a change made elsewhere, or until close.
 //! 4. Serve the claim: fetch under the close token (panics caught), then store the result,
-//!    report hooks, evict, and wake the others.
+//!    report hooks (panics caught too), evict, and wake the others.
+//! 5. Every round spends one unit of tokio's cooperative budget: with an in-memory store and
+//!    instant fetches nothing else would ever make the worker yield, and a current-thread
+//!    runtime's other tasks (and its timers) would starve until the queue ran dry.
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -58,6 +61,9 @@ where
     // less per target: measurable on the hot path).
     let mut now = shared.clock.now();
     while !shared.closed.load(Ordering::Acquire) {
+        // Step 5: one unit of the task's coop budget per round, so a worker whose store and
+        // fetch are always ready still yields to its neighbours on the same thread.
+        tokio::task::coop::consume_budget().await;
         let Some(claim) = store_call(&shared, || shared.store.claim(now)).await else {
             return;
         };
@@ -132,7 +138,7 @@ where
         match call().await {
             Ok(value) => return Some(value),
             Err(error) => {
-                shared.config.hooks.store_error(&error);
+                shared.hooks.store_error(&error);
                 match &error {
                     StoreError::Unavailable(_) => {
                         tracing::warn!(%error, "store call failed; retrying")
@@ -160,7 +166,7 @@ where
     F: Fetch<T, O>,
     S: Store,
 {
-    let hooks = &*shared.config.hooks;
+    let hooks = &shared.hooks;
     if claim.rescued {
         tracing::warn!(
             job = %claim.job,
@@ -234,6 +240,14 @@ where
                     bytes = evicted.bytes,
                     "evicted finished jobs"
                 );
+                if evicted.largest > max_bytes {
+                    tracing::warn!(
+                        job_bytes = evicted.largest,
+                        max_bytes,
+                        "evicted a finished job larger than max_bytes on its own: its results \
+                         were gone as soon as it ended; raise max_bytes"
+                    );
+                }
             }
         }
         Some(Completion::Stale) => tracing::warn!(

@@ -223,3 +223,54 @@ fn read_only_file_is_refused_as_read_only() {
     assert!(matches!(open_err(&dir.db()), SqliteError::ReadOnly(_)));
     assert_eq!(std::fs::read(dir.db()).unwrap(), before);
 }
+
+#[test]
+fn bad_settings_are_typed_errors_and_touch_no_file() {
+    let dir = Scratch::new("settings");
+    for timeout in [Duration::MAX, Duration::from_secs(25 * 24 * 3600)] {
+        let err = SqliteStore::options()
+            .busy_timeout(timeout)
+            .open(dir.db())
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SqliteError::InvalidSetting {
+                    setting: "busy_timeout",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let err = SqliteStore::options()
+            .busy_timeout(timeout)
+            .open_in_memory()
+            .unwrap_err();
+        assert!(matches!(err, SqliteError::InvalidSetting { .. }), "{err:?}");
+    }
+    // The largest accepted timeout opens.
+    let store = SqliteStore::options()
+        .busy_timeout(batch::store::MAX_BUSY_TIMEOUT)
+        .open_in_memory();
+    assert!(store.is_ok());
+    assert_eq!(
+        std::fs::read_dir(&dir.0).unwrap().count(),
+        0,
+        "no file was created"
+    );
+}
+
+#[test]
+fn paths_that_name_no_file_are_refused() {
+    for path in ["", ":memory:"] {
+        let err = SqliteStore::open(path).unwrap_err();
+        assert!(
+            matches!(&err, SqliteError::InvalidPath { path: p, .. } if p.as_os_str() == path),
+            "{path:?}: {err:?}"
+        );
+    }
+    assert!(
+        !Path::new(":memory:.lock").exists() && !Path::new(".lock").exists(),
+        "no lock file was made for them"
+    );
+}

@@ -64,7 +64,8 @@ fn exact_budgets<S: Store>(store: S, stored_bytes: impl Fn(&S) -> u64) {
         evicted,
         Evicted {
             jobs: 1,
-            bytes: b_bytes
+            bytes: b_bytes,
+            largest: b_bytes,
         }
     );
     assert!(!exists(&store, b, "b"));
@@ -78,7 +79,8 @@ fn exact_budgets<S: Store>(store: S, stored_bytes: impl Fn(&S) -> u64) {
         evicted,
         Evicted {
             jobs: 2,
-            bytes: a_bytes + c_bytes
+            bytes: a_bytes + c_bytes,
+            largest: a_bytes.max(c_bytes),
         }
     );
     assert!(exists(&store, live, "live"));

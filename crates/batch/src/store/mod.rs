@@ -28,7 +28,7 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresError, PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteError, SqliteOptions, SqliteStore, Synchronous};
+pub use sqlite::{MAX_BUSY_TIMEOUT, SqliteError, SqliteOptions, SqliteStore, Synchronous};
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId, JobStatus, TargetState};
@@ -124,6 +124,9 @@ pub struct Evicted {
     pub jobs: usize,
     /// Bytes freed.
     pub bytes: u64,
+    /// The bytes of the largest job removed (0 if none): above the budget, that job could not
+    /// be kept at all, which the runner logs.
+    pub largest: u64,
 }
 
 /// Where jobs live. Every method is one atomic step: a store behind one lock takes it once, a

@@ -47,6 +47,7 @@ macro_rules! runner_suite {
             panic_becomes_internal_error,
             failures_are_stored_with_their_text,
             hooks_are_called_exactly_as_specified,
+            hooks_that_panic_change_nothing,
             close_with_targets_in_flight,
             caller_isolation,
             submit_rules,
@@ -437,6 +438,85 @@ pub async fn hooks_are_called_exactly_as_specified<S: Store>(make: impl Fn() -> 
         unreachable!()
     };
     assert!(secs >= 0.0);
+    runner.close().await;
+}
+
+/// Hooks that panic on every call, each call counted before it panics.
+#[derive(Default)]
+struct PanickingHooks(std::sync::atomic::AtomicUsize);
+
+impl PanickingHooks {
+    fn hit(&self, hook: &str) -> ! {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        panic!("hook {hook} panics");
+    }
+}
+
+impl batch::Hooks for PanickingHooks {
+    fn depth(&self, _: usize) {
+        self.hit("depth")
+    }
+    fn inflight(&self, _: usize) {
+        self.hit("inflight")
+    }
+    fn target(&self, _: TargetOutcome, _: Duration, _: u64) {
+        self.hit("target")
+    }
+    fn job(&self, _: JobStatus) {
+        self.hit("job")
+    }
+    fn rescued(&self) {
+        self.hit("rescued")
+    }
+    fn store_error(&self, _: &batch::StoreError) {
+        self.hit("store_error")
+    }
+    fn job_seconds(&self, _: f64) {
+        self.hit("job_seconds")
+    }
+}
+
+pub async fn hooks_that_panic_change_nothing<S: Store>(make: impl Fn() -> S) {
+    let hooks = Arc::new(PanickingHooks::default());
+    let recorder = Arc::new(Recorder::default());
+    let runner = Runner::new(
+        config(2).hooks(hooks.clone()),
+        make(),
+        fetcher(recorder.clone()),
+    )
+    .await
+    .unwrap();
+    let (ann, bob, cy) = (caller("ann"), caller("bob"), caller("cy"));
+    let a = runner.submit(&ann, &oks("a", 3)).await.unwrap();
+    let b = runner
+        .submit(&bob, &targets("b", &[Plan::Fail, Plan::Busy(1)]))
+        .await
+        .unwrap();
+    let c = runner
+        .submit(&cy, &targets("c", &[Plan::Fail, Plan::Panic]))
+        .await
+        .unwrap();
+    let (a, b, c) = (
+        ended(&runner, a, &ann).await,
+        ended(&runner, b, &bob).await,
+        ended(&runner, c, &cy).await,
+    );
+    assert_eq!(
+        (a.status, b.status, c.status),
+        (JobStatus::Done, JobStatus::Partial, JobStatus::Failed)
+    );
+    assert_eq!(
+        (a.counts().done, b.counts().done, c.counts().done),
+        (3, 1, 0)
+    );
+    assert_eq!(recorder.attempts("b2"), 2, "the busy target was retried");
+    // Later jobs run too: no worker died with the first panics.
+    let d = runner.submit(&ann, &oks("d", 2)).await.unwrap();
+    assert_eq!(ended(&runner, d, &ann).await.status, JobStatus::Done);
+    // Every event reached its hook: 4 submits, 4 ends (job, job_seconds, depth each),
+    // 10 fetches (inflight up and down), 9 stored targets.
+    let calls = hooks.0.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(calls, 4 + 4 * 3 + 10 * 2 + 9);
     runner.close().await;
 }
 

@@ -536,6 +536,7 @@ pub(super) async fn evict_oldest(tx: &Transaction<'_>, max_bytes: u64) -> Result
         bytes -= job_bytes;
         evicted.jobs += 1;
         evicted.bytes += job_bytes;
+        evicted.largest = evicted.largest.max(job_bytes);
     }
     Ok(evicted)
 }

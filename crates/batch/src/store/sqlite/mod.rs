@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 pub use error::SqliteError;
-pub use options::{SqliteOptions, Synchronous};
+pub use options::{MAX_BUSY_TIMEOUT, SqliteOptions, Synchronous};
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId, TargetState};

@@ -473,6 +473,7 @@ pub(super) fn evict_oldest(
         bytes -= job_bytes as u64;
         evicted.jobs += 1;
         evicted.bytes += job_bytes as u64;
+        evicted.largest = evicted.largest.max(job_bytes as u64);
     }
     c.bytes = bytes as i64;
     Ok(evicted)

@@ -51,7 +51,7 @@ fn now<F: Future>(future: F) -> F::Output {
 fn written_db(path: &Path, n: usize) {
     let store = SqliteStore::open(path).unwrap();
     now(store.submit(job("ann", n))).unwrap();
-    drop(store);
+    now(store.close());
 }
 
 fn open_err(path: &Path) -> SqliteError {

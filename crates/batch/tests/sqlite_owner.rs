@@ -217,3 +217,32 @@ fn a_killed_owners_file_opens_at_once() {
     let store = SqliteStore::open(&db).unwrap();
     drop(store);
 }
+
+#[test]
+fn a_dropped_stores_file_opens_again_at_once_in_this_process() {
+    let scratch = Scratch::new("reopen");
+    let db = scratch.db();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // Each drop leaves the close to the store's thread; the next open waits for it instead of
+    // answering InUse. Many rounds, so an open lands in every phase of a close.
+    for round in 0..50u64 {
+        let store = SqliteStore::open(&db).unwrap();
+        rt.block_on(async {
+            use batch::Store;
+            let job = batch::store::NewJob {
+                caller: Caller::new(format!("caller {round}")),
+                targets: vec![round.to_string()],
+                now: batch::Timestamp::from_micros(1),
+                max_live_jobs: 1000,
+            };
+            store.submit(job).await.unwrap();
+        });
+        drop(store);
+    }
+    let store = SqliteStore::open(&db).unwrap();
+    assert_eq!(rt.block_on(store.live_jobs()).unwrap(), 50);
+    rt.block_on(store.close());
+}

@@ -38,8 +38,8 @@ use thread::ConnectionThread;
 /// - **One owner.** While a store has a file open, a second open of that file, from this
 ///   process or another, fails with [`SqliteError::InUse`] and changes nothing. The lock
 ///   (`<file>.lock` beside the database) is the kernel's: it goes with the process, so a
-///   killed owner's file opens at once in its successor. Dropping the store closes the
-///   connection and then releases the lock before `drop` returns.
+///   killed owner's file opens at once in its successor. A dropped store's file opens again
+///   at once in the same process.
 /// - **Restart.** [`Runner::new`](crate::Runner::new) over a store holding `queued` or
 ///   `running` jobs puts them back into the rotation in submit order. Targets already stored
 ///   keep their results and are not fetched again; pending ones are fetched.
@@ -54,8 +54,10 @@ use thread::ConnectionThread;
 ///
 /// Opening reads the file (its `quick_check` reads all of it) on the calling thread: open
 /// before starting a runtime, or inside `tokio::task::spawn_blocking`, for a large file.
-/// Dropping the store waits for its thread to finish the calls already sent and close the
-/// file (one WAL checkpoint).
+/// Dropping the store blocks nothing: its thread finishes the calls already sent and closes
+/// the file (one WAL checkpoint) in the background. Opening the same file again in this
+/// process waits for that; another process sees [`SqliteError::InUse`] until it is done.
+/// [`close`](SqliteStore::close) awaits it.
 ///
 /// # Examples
 ///
@@ -87,6 +89,8 @@ use thread::ConnectionThread;
 #[derive(Debug)]
 pub struct SqliteStore {
     thread: ConnectionThread<Inner>,
+    /// The owner lock's key, for handing the closing thread over on drop (`None` in memory).
+    owner_key: Option<PathBuf>,
     /// The bytes stored, as of the last commit: read without a trip to the thread.
     stored_bytes: Arc<AtomicU64>,
     path: Option<PathBuf>,
@@ -169,6 +173,7 @@ impl SqliteStore {
         path: Option<PathBuf>,
     ) -> Result<Self, SqliteError> {
         let stored_bytes = Arc::new(AtomicU64::new(counters.bytes()));
+        let owner_key = owner.as_ref().map(|owner| owner.key().to_path_buf());
         let inner = Inner {
             conn,
             counters,
@@ -179,9 +184,20 @@ impl SqliteStore {
             .map_err(|err| SqliteError::Unreadable(format!("no thread for the store: {err}")))?;
         Ok(Self {
             thread,
+            owner_key,
             stored_bytes,
             path,
         })
+    }
+
+    /// Closes the store and waits, without blocking a thread, until its connection is closed
+    /// and the file released (dropping the store does the same in the background).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the close starts at the first poll and finishes without the future.
+    pub async fn close(mut self) {
+        self.thread.close().await;
     }
 
     /// The file, or `None` for an in-memory database.
@@ -238,6 +254,15 @@ impl SqliteStore {
         self.thread
             .call_blocking(move |inner| f(&inner.conn))
             .expect("the connection's thread answers")
+    }
+}
+
+impl Drop for SqliteStore {
+    /// Closes the connection on its thread without waiting (see "Blocking").
+    fn drop(&mut self) {
+        if let Some(key) = &self.owner_key {
+            owner::hand_over(key, || self.thread.finish());
+        }
     }
 }
 

@@ -12,17 +12,51 @@
 //! never on the database itself: closing any other descriptor of the database would drop
 //! SQLite's own POSIX locks on it. The lock file is left in place when the store closes
 //! (deleting it would race with an opener that has it open already); it is empty.
+//!
+//! # Closing stores
+//!
+//! A dropped store's thread closes the connection and releases the lock on its own, a few
+//! milliseconds later, so that `drop` never blocks a tokio thread. Its handle goes into
+//! [`CLOSING`] first, and an open in this process that finds the lock taken looks there: a
+//! store of this process that is still closing the file is waited for, so "drop, then open
+//! again" always works. Only a live store, or another process, makes an open `InUse`.
+//! `CLOSING` is std's mutex, not the `sync` shim's: this is I/O, which the loom models leave
+//! out, and it never guards user code.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
 
 use super::SqliteError;
+
+/// The threads of dropped stores still closing their file, by canonical lock-file path.
+static CLOSING: Mutex<Vec<(PathBuf, JoinHandle<()>)>> = Mutex::new(Vec::new());
+
+fn closing() -> std::sync::MutexGuard<'static, Vec<(PathBuf, JoinHandle<()>)>> {
+    // A panic cannot leave the list half-changed: recover the guard.
+    CLOSING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Hands the closing thread of the store that owns `key` to later openers: `finish` closes
+/// the store's channel and returns its thread. Both happen under the list's lock, so an
+/// opener sees the store either live (`InUse`) or in the list (waited for), never between.
+pub(super) fn hand_over(key: &Path, finish: impl FnOnce() -> Option<JoinHandle<()>>) {
+    let mut list = closing();
+    list.retain(|(_, thread)| !thread.is_finished());
+    if let Some(thread) = finish() {
+        list.push((key.to_path_buf(), thread));
+    }
+}
 
 /// Holds the owner lock of one database file until dropped.
 #[derive(Debug)]
 pub(super) struct OwnerLock {
     _file: File,
+    key: PathBuf,
 }
 
 impl OwnerLock {
@@ -41,11 +75,36 @@ impl OwnerLock {
             .truncate(false)
             .open(&path)
             .map_err(|err| io_error(&path, &err))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Self { _file: file }),
-            Err(TryLockError::WouldBlock) => Err(SqliteError::InUse { lock: path }),
-            Err(TryLockError::Error(err)) => Err(io_error(&path, &err)),
+        let key = std::fs::canonicalize(&path).map_err(|err| io_error(&path, &err))?;
+        let mut waited = false;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Self { _file: file, key }),
+                Err(TryLockError::WouldBlock) if !waited => {
+                    waited = true;
+                    let mine = {
+                        let mut list = closing();
+                        let found = list.iter().position(|(held, _)| *held == key);
+                        found.map(|at| list.swap_remove(at).1)
+                    };
+                    match mine {
+                        // A store of this process is closing the file: wait for it (this
+                        // blocks, as opening does anyway), then try once more.
+                        Some(thread) => {
+                            let _ = thread.join();
+                        }
+                        None => return Err(SqliteError::InUse { lock: path }),
+                    }
+                }
+                Err(TryLockError::WouldBlock) => return Err(SqliteError::InUse { lock: path }),
+                Err(TryLockError::Error(err)) => return Err(io_error(&path, &err)),
+            }
         }
+    }
+
+    /// The lock file's canonical path: the key of [`hand_over`].
+    pub(super) fn key(&self) -> &Path {
+        &self.key
     }
 }
 

@@ -14,9 +14,11 @@
 //! 4. A call that panics (a bug in this crate, never user code: user code never reaches the
 //!    thread) is caught: its transaction rolls back on unwind, its caller gets
 //!    [`StoreError::Failed`], and the thread serves the next call.
-//! 5. Dropping the [`ConnectionThread`] closes the channel; the thread finishes the calls
-//!    already sent, closes the connection, then releases the owner lock, and `drop` waits for
-//!    that, so the file can be opened again as soon as the store is gone.
+//! 5. [`ConnectionThread::finish`] (or dropping it) closes the channel; the thread finishes
+//!    the calls already sent, closes the connection (a WAL checkpoint: milliseconds), then
+//!    releases the owner lock and ends. Nothing waits for that on a tokio thread: the store's
+//!    `close` awaits the thread's `exited` signal, and `drop` leaves the join to whoever opens
+//!    the same file next in this process (`owner::closing`).
 //!
 //! This is I/O, not shared state: the thread and its channel are std's even under loom (the
 //! models cover the runner's state machines, not SQLite).
@@ -37,6 +39,8 @@ type Call<C> = Box<dyn FnOnce(&mut C) + Send>;
 pub(super) struct ConnectionThread<C> {
     calls: Option<mpsc::Sender<Call<C>>>,
     thread: Option<JoinHandle<()>>,
+    /// Fired by the thread once it has dropped what it owns.
+    exited: Option<oneshot::Receiver<()>>,
 }
 
 impl<C: Send + 'static> ConnectionThread<C> {
@@ -47,6 +51,7 @@ impl<C: Send + 'static> ConnectionThread<C> {
     /// The OS refused a new thread.
     pub(super) fn spawn(name: &str, owned: C) -> std::io::Result<Self> {
         let (calls, receiver) = mpsc::channel::<Call<C>>();
+        let (exit, exited) = oneshot::channel();
         let thread = std::thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
@@ -60,11 +65,30 @@ impl<C: Send + 'static> ConnectionThread<C> {
                 }
                 // Step 5: the connection closes here, before the lock beside it is released.
                 drop(owned);
+                let _ = exit.send(());
             })?;
         Ok(Self {
             calls: Some(calls),
             thread: Some(thread),
+            exited: Some(exited),
         })
+    }
+
+    /// Closes the channel: the thread ends once the calls already sent are done. Its handle,
+    /// to join or to hand on; `None` if finished before.
+    pub(super) fn finish(&mut self) -> Option<JoinHandle<()>> {
+        drop(self.calls.take());
+        self.thread.take()
+    }
+
+    /// Closes the channel and waits, without blocking a thread, until the thread has dropped
+    /// what it owns.
+    pub(super) async fn close(&mut self) {
+        drop(self.finish());
+        if let Some(exited) = self.exited.take() {
+            // An error means the thread is gone anyway.
+            let _ = exited.await;
+        }
     }
 
     /// Runs `f` on the thread; its answer.
@@ -117,13 +141,8 @@ fn thread_gone() -> StoreError {
 }
 
 impl<C> Drop for ConnectionThread<C> {
+    /// Closes the channel and lets the thread end on its own (step 5).
     fn drop(&mut self) {
-        // Closing the channel ends the thread's loop once the calls already sent are done.
         drop(self.calls.take());
-        if let Some(thread) = self.thread.take()
-            && thread.join().is_err()
-        {
-            tracing::error!("the sqlite store's thread panicked while closing");
-        }
     }
 }

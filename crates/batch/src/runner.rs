@@ -164,16 +164,19 @@ where
             }
             .into());
         }
-        let targets = targets
-            .iter()
-            .enumerate()
-            .map(|(index, target)| {
+        let mut encoded = Vec::with_capacity(targets.len());
+        for (index, target) in targets.iter().enumerate() {
+            // A big job's encoding is user code of unbounded cost: one budget unit per target
+            // lets the runtime's other tasks in every 128 targets.
+            tokio::task::coop::consume_budget().await;
+            let json =
                 serde_json::to_string(target).map_err(|error| InvalidJob::Unserializable {
                     index,
                     message: error.to_string(),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+                })?;
+            encoded.push(json);
+        }
+        let targets = encoded;
         let submitted = self
             .shared
             .store

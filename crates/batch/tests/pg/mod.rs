@@ -222,3 +222,15 @@ impl Store for Frozen {
 pub fn small() -> bool {
     std::env::var("TEST_SCALE").is_ok_and(|v| v == "small")
 }
+
+/// A generous bound for a shared 2-core machine; reaching it means a lost wake-up or target.
+pub const PATIENCE: Duration = Duration::from_secs(120);
+
+/// Hooks that send every job's terminal status to the test.
+pub struct EndedJobs(pub tokio::sync::mpsc::UnboundedSender<batch::JobStatus>);
+
+impl batch::Hooks for EndedJobs {
+    fn job(&self, status: batch::JobStatus) {
+        let _ = self.0.send(status);
+    }
+}

@@ -30,6 +30,11 @@ pub enum PostgresError {
         /// The newest version this release writes.
         supported: i32,
     },
+    /// The TLS handshake was refused: the server's certificate is not signed by a root given
+    /// in `PostgresTls` (feature `postgres-tls`), or does not name the host connected to. Trying
+    /// again will not help.
+    #[error("the TLS handshake with the server failed: {0}")]
+    Tls(String),
     /// A stored row does not read back as this crate wrote it.
     #[error("a stored row is invalid: {0}")]
     InvalidRow(String),
@@ -47,6 +52,10 @@ pub(super) fn transient(code: &str) -> bool {
 
 impl From<tokio_postgres::Error> for PostgresError {
     fn from(err: tokio_postgres::Error) -> Self {
+        #[cfg(feature = "postgres-tls")]
+        if super::tls::is_handshake_refusal(&err) {
+            return Self::Tls(err.to_string());
+        }
         match err.code() {
             Some(code) if transient(code.code()) => Self::Unavailable(err.to_string()),
             Some(_) => Self::Other(err),

@@ -234,3 +234,47 @@ impl batch::Hooks for EndedJobs {
         let _ = self.0.send(status);
     }
 }
+
+/// The variable naming the PEM file of the CA that signed the test cluster's certificate.
+pub const CA_VAR: &str = "BATCH_TEST_POSTGRES_CA";
+
+/// The test cluster's CA certificate (PEM), if the cluster speaks TLS; prints why not.
+pub fn ca() -> Option<Vec<u8>> {
+    let Some(path) = std::env::var_os(CA_VAR).filter(|path| !path.is_empty()) else {
+        println!(
+            "SKIPPED: postgres TLS: {CA_VAR} is not set; `cargo xtask gate` sets it when \
+             `openssl` could make the test cluster a certificate"
+        );
+        return None;
+    };
+    Some(std::fs::read(&path).unwrap_or_else(|err| panic!("read {path:?}: {err}")))
+}
+
+/// A CA certificate that signed nothing the test cluster presents.
+pub const UNRELATED_CA: &[u8] = include_bytes!("unrelated-ca.pem");
+
+/// The variable holding the durable cluster's URL (`fsync` and `synchronous_commit` on).
+pub const DURABLE_URL_VAR: &str = "BATCH_TEST_POSTGRES_DURABLE_URL";
+/// The variable naming a program that restarts the durable cluster with `-m immediate`.
+pub const DURABLE_RESTART_VAR: &str = "BATCH_TEST_POSTGRES_DURABLE_RESTART";
+
+/// The durable cluster's URL, if the gate started one; prints why not.
+pub fn durable_url() -> Option<String> {
+    let url = std::env::var(DURABLE_URL_VAR)
+        .ok()
+        .filter(|url| !url.is_empty());
+    if url.is_none() {
+        println!(
+            "SKIPPED: postgres durable: {DURABLE_URL_VAR} is not set; `cargo xtask gate` sets \
+             it when the PostgreSQL server binaries are installed"
+        );
+    }
+    url
+}
+
+/// The program that restarts the durable cluster with `-m immediate` (the gate writes it).
+pub fn durable_restart() -> Option<String> {
+    std::env::var(DURABLE_RESTART_VAR)
+        .ok()
+        .filter(|path| !path.is_empty())
+}

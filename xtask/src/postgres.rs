@@ -409,8 +409,43 @@ mod tests {
         assert!(url.starts_with("postgres://postgres@127.0.0.1:"), "{url}");
         // The server accepts connections on the port the URL names.
         assert!(std::net::TcpStream::connect(("127.0.0.1", cluster.port)).is_ok());
+        let env = cluster.env();
+        assert_eq!(env[0], (URL_VAR, url));
+        if util::succeeds(Command::new("openssl").arg("version")) {
+            let ca = &env
+                .iter()
+                .find(|(var, _)| *var == CA_VAR)
+                .expect("TLS is on")
+                .1;
+            let pem = std::fs::read_to_string(ca).unwrap();
+            assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
+        }
         let dir = cluster.dir.clone();
         drop(cluster);
         assert!(!dir.exists(), "the cluster's folder is removed");
+    }
+
+    #[test]
+    fn the_durable_cluster_restarts_through_its_script() {
+        let cluster = match Cluster::start(Kind::Durable) {
+            Ok(cluster) => cluster,
+            Err(NoCluster::Missing(why)) => {
+                println!("SKIPPED: postgres: {why}");
+                return;
+            }
+            Err(NoCluster::Failed(why)) => panic!("the cluster did not start: {why}"),
+        };
+        let env = cluster.env();
+        assert_eq!(env[0], (DURABLE_URL_VAR, cluster.url()));
+        let restart = &env
+            .iter()
+            .find(|(var, _)| *var == DURABLE_RESTART_VAR)
+            .unwrap()
+            .1;
+        let pid = || std::fs::read_to_string(cluster.dir.join("data/postmaster.pid")).unwrap();
+        let before = pid();
+        util::run(&mut Command::new(restart)).expect("the restart script works");
+        assert_ne!(pid(), before, "a new server process");
+        assert!(std::net::TcpStream::connect(("127.0.0.1", cluster.port)).is_ok());
     }
 }

@@ -1,4 +1,22 @@
 //! [`PostgresStore`]: jobs in a PostgreSQL database that several runner processes share.
+//!
+//! Files: `options.rs` (settings, checked before anything connects, and the constructors),
+//! `connect.rs` (plain or TLS connections under the connect timeout), `tls.rs` (rustls,
+//! feature `postgres-tls`), `listen.rs` (the `LISTEN` connection), `schema.rs` (migrations),
+//! `queries.rs` (every call's SQL), `error.rs`.
+//!
+//! Invariants:
+//!
+//! 1. Every call is one transaction on one pooled connection, committed only if the call
+//!    succeeds: a failed or dropped call changes nothing.
+//! 2. Every transaction runs in the store's schema: the pool the store builds sets
+//!    `search_path` at connection start-up; on an application's pool ([`per_call`]) each
+//!    transaction sets it with `SET LOCAL` first.
+//! 3. The schema name entering SQL was validated (no quote can occur in it) and is quoted.
+//! 4. Nothing waits on the server without a bound, except a statement a live server delays
+//!    (see the type's guarantees).
+//!
+//! [`per_call`]: PostgresStore::per_call
 
 mod connect;
 mod error;
@@ -50,6 +68,14 @@ use crate::time::Timestamp;
 ///   fresh connection; the transaction rolled back, so nothing is lost or stored twice.
 /// - `max_live_jobs`, one live job per caller, and the byte budget hold across replicas
 ///   (`submit` and eviction take advisory locks).
+/// - **No hang on an unanswering server.** Opening a connection, waiting for a pooled one and
+///   checking one before reuse are each bounded ([`PostgresOptions::connect_timeout`] and the
+///   pool timeouts), and TCP keepalive notices a peer that died under an open connection: each
+///   ends as [`StoreError::Unavailable`], which the runner retries. Not bounded: a statement
+///   that a live server keeps waiting (a lock); put `statement_timeout` in the URL's `options`
+///   for that. On tokio's paused clock these timeouts fire as soon as the runtime waits for the
+///   server (virtual time jumps to them): in such tests, run the store's calls on a runtime
+///   whose clock runs.
 ///
 /// # Examples
 ///

@@ -2,7 +2,7 @@
 //!
 //! `cargo xtask gate` starts a throwaway cluster and exports its URL as
 //! `BATCH_TEST_POSTGRES_URL`. Without it, every PostgreSQL test prints why it skipped and
-//! returns. Each store gets its own schema (`t_<pid>_<n>`), so tests run in parallel, in
+//! returns. Each store gets its own schema (`t_<pid>_<start time>_<n>`), so tests run in parallel, in
 //! separate processes, without seeing each other's jobs.
 
 #![allow(dead_code)]
@@ -36,12 +36,22 @@ pub fn available() -> bool {
     found
 }
 
-/// A schema name no other store in any test process uses.
+/// A schema name no other store in any test process uses: the process id alone repeats
+/// (nextest runs each test in a process of its own, and pids wrap at 32768 on a busy
+/// machine), so the start time of the process is in it too.
 pub fn fresh_schema() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
+    static STARTED: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+    let started = STARTED.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros()
+    });
     format!(
-        "t_{}_{}",
+        "t_{}_{:x}_{}",
         std::process::id(),
+        started % (1 << 48),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
 }

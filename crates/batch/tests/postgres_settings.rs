@@ -132,6 +132,35 @@ async fn every_bad_setting_is_a_config_error() {
     }
 }
 
+/// The documented bounds are inclusive: every edge value is accepted.
+#[test]
+fn settings_at_their_bounds_are_accepted() {
+    let o = PostgresStore::options;
+    let (ms, s) = (Duration::from_millis, Duration::from_secs);
+    let day = s(24 * 3600);
+    let edges = [
+        o().pool_size(1),
+        o().pool_size(1024),
+        o().lease_ttl(ms(10)),
+        o().lease_ttl(day),
+        o().poll_interval(ms(10)),
+        o().poll_interval(day),
+        o().connect_timeout(ms(1)),
+        o().connect_timeout(s(3600)),
+        o().tcp_keepalive(s(1)),
+        o().tcp_keepalive(s(2 * 3600)),
+        o().pool_wait_timeout(ms(1)),
+        o().pool_create_timeout(s(3600)),
+        o().pool_recycle_timeout(ms(1)),
+        o().schema("_"),
+        o().schema("a234567890123456789012345678901234567890"),
+    ];
+    for options in edges {
+        let opened = options.open_lazy("postgres://nobody@127.0.0.1/none");
+        assert!(opened.is_ok(), "{options:?}: {:?}", opened.err());
+    }
+}
+
 #[tokio::test]
 async fn sslmode_require_without_tls_is_a_config_error() {
     let url = "postgres://nobody@127.0.0.1/none?sslmode=require";

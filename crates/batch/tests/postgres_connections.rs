@@ -80,3 +80,35 @@ async fn a_store_over_the_applications_pool_runs_a_job_in_its_schema() {
         .get(0);
     assert!(!path.contains(&schema), "{path}");
 }
+
+/// The application's pool may have no timeouts of its own: a call that cannot get one of its
+/// connections gives up after the store's wait + create + recycle timeouts, `Unavailable`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_on_an_exhausted_application_pool_is_unavailable() {
+    if !pg::available() {
+        return;
+    }
+    let config: tokio_postgres::Config = pg::url().unwrap().parse().unwrap();
+    let manager = deadpool_postgres::Manager::new(config.clone(), tokio_postgres::NoTls);
+    let pool = deadpool_postgres::Pool::builder(manager)
+        .max_size(1)
+        .build()
+        .unwrap();
+    let short = std::time::Duration::from_millis(50);
+    let store = PostgresStore::options()
+        .schema(pg::fresh_schema())
+        .pool_wait_timeout(short)
+        .pool_create_timeout(short)
+        .pool_recycle_timeout(short)
+        .connect_pool(pool.clone(), config)
+        .await
+        .unwrap();
+    let held = pool.get().await.unwrap();
+    let refused = store.live_jobs().await;
+    assert!(
+        matches!(refused, Err(batch::store::PostgresError::Unavailable(_))),
+        "{refused:?}"
+    );
+    drop(held);
+    assert_eq!(store.live_jobs().await.unwrap(), 0);
+}

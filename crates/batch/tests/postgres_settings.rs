@@ -9,7 +9,7 @@ mod pg;
 use std::time::Duration;
 
 use batch::store::{PostgresError, PostgresOptions, PostgresStore};
-use batch::{Caller, Config, FetchError, NewError, Runner, StoreError};
+use batch::{Caller, Config, FetchError, NewError, Runner, Store, StoreError};
 
 /// Every option out of its documented bounds, with its name.
 fn bad_options() -> Vec<(&'static str, PostgresOptions)> {
@@ -320,4 +320,68 @@ async fn a_schema_named_select_runs_a_job() {
         .batch_execute("DROP SCHEMA \"select\" CASCADE")
         .await
         .unwrap();
+}
+
+/// With its one pooled connection stuck (a claim waiting on a row lock the test holds), a
+/// second call gives up after `pool_wait_timeout` with `Unavailable`, and the stuck call
+/// finishes once the lock is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_waits_for_a_busy_pool_is_unavailable() {
+    if !pg::available() {
+        return;
+    }
+    let url = pg::url().unwrap();
+    let schema = pg::fresh_schema();
+    let store = std::sync::Arc::new(pg::open(
+        pg::options()
+            .schema(schema.as_str())
+            .pool_size(1)
+            .pool_wait_timeout(Duration::from_millis(100)),
+    ));
+    let (mut client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let tx = client.transaction().await.unwrap();
+    let lock = format!("SELECT * FROM \"{schema}\".rotation FOR UPDATE");
+    tx.execute(&lock, &[]).await.unwrap();
+
+    let claiming = tokio::spawn({
+        let store = std::sync::Arc::clone(&store);
+        async move {
+            store
+                .claim(batch::Timestamp::from(std::time::SystemTime::now()))
+                .await
+        }
+    });
+    // Wait (on a condition, not a duration) until the claim blocks on the row lock.
+    let (observer, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
+                   WHERE application_name = $1 AND wait_event_type = 'Lock'";
+    let name = format!("batch {schema}");
+    let blocked = async {
+        loop {
+            let row = observer.query_one(waiting, &[&name]).await.unwrap();
+            if row.get::<_, i64>(0) == 1 {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(pg::PATIENCE, blocked)
+        .await
+        .expect("the claim blocks on the row lock");
+
+    let refused = store.live_jobs().await;
+    assert!(
+        matches!(refused, Err(PostgresError::Unavailable(_))),
+        "{refused:?}"
+    );
+    tx.rollback().await.unwrap();
+    let claimed = claiming.await.unwrap();
+    assert!(matches!(claimed, Ok(None)), "{claimed:?}");
+    assert_eq!(store.live_jobs().await.unwrap(), 0);
 }

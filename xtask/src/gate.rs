@@ -194,8 +194,8 @@ fn clippy(root: &Path) -> Outcome {
 /// Runs every test, with a throwaway PostgreSQL cluster for the tests that need one when the
 /// server is installed (otherwise those tests skip, and the gate says so).
 fn test(root: &Path) -> Outcome {
-    let cluster = match postgres::Cluster::start() {
-        Ok(cluster) => Some(cluster),
+    let clusters = match postgres::Cluster::start_both() {
+        Ok(clusters) => Some(clusters),
         Err(postgres::NoCluster::Missing(why)) => {
             println!("SKIPPED: postgres: {why}");
             None
@@ -205,10 +205,12 @@ fn test(root: &Path) -> Outcome {
         }
     };
     let with_db = |mut cmd: Command| {
-        match &cluster {
-            Some(cluster) => cmd.env(postgres::URL_VAR, cluster.url()),
-            None => cmd.env_remove(postgres::URL_VAR),
-        };
+        for var in postgres::ALL_VARS {
+            cmd.env_remove(var);
+        }
+        if let Some((fast, durable)) = &clusters {
+            cmd.envs(fast.env()).envs(durable.env());
+        }
         in_root(cmd, root)
     };
     let nextest = util::succeeds(cargo().args(["nextest", "--version"]));
@@ -227,8 +229,8 @@ fn test(root: &Path) -> Outcome {
     } else {
         util::run(with_db(cargo()).args(["test", "--workspace", "--all-features"]))
     };
-    // Stops the cluster whatever the tests did.
-    drop(cluster);
+    // Stops the clusters whatever the tests did.
+    drop(clusters);
     outcome(result)
 }
 

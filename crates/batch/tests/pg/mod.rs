@@ -2,7 +2,7 @@
 //!
 //! `cargo xtask gate` starts a throwaway cluster and exports its URL as
 //! `BATCH_TEST_POSTGRES_URL`. Without it, every PostgreSQL test prints why it skipped and
-//! returns. Each store gets its own schema (`t_<pid>_<n>`), so tests run in parallel, in
+//! returns. Each store gets its own schema (`t_<pid>_<start time>_<n>`), so tests run in parallel, in
 //! separate processes, without seeing each other's jobs.
 
 #![allow(dead_code)]
@@ -36,12 +36,22 @@ pub fn available() -> bool {
     found
 }
 
-/// A schema name no other store in any test process uses.
+/// A schema name no other store in any test process uses: the process id alone repeats
+/// (nextest runs each test in a process of its own, and pids wrap at 32768 on a busy
+/// machine), so the start time of the process is in it too.
 pub fn fresh_schema() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
+    static STARTED: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+    let started = STARTED.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_micros()
+    });
     format!(
-        "t_{}_{}",
+        "t_{}_{:x}_{}",
         std::process::id(),
+        started % (1 << 48),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
 }
@@ -221,4 +231,60 @@ impl Store for Frozen {
 /// `TEST_SCALE=small` (TSan, Miri) shrinks loops.
 pub fn small() -> bool {
     std::env::var("TEST_SCALE").is_ok_and(|v| v == "small")
+}
+
+/// A generous bound for a shared 2-core machine; reaching it means a lost wake-up or target.
+pub const PATIENCE: Duration = Duration::from_secs(120);
+
+/// Hooks that send every job's terminal status to the test.
+pub struct EndedJobs(pub tokio::sync::mpsc::UnboundedSender<batch::JobStatus>);
+
+impl batch::Hooks for EndedJobs {
+    fn job(&self, status: batch::JobStatus) {
+        let _ = self.0.send(status);
+    }
+}
+
+/// The variable naming the PEM file of the CA that signed the test cluster's certificate.
+pub const CA_VAR: &str = "BATCH_TEST_POSTGRES_CA";
+
+/// The test cluster's CA certificate (PEM), if the cluster speaks TLS; prints why not.
+pub fn ca() -> Option<Vec<u8>> {
+    let Some(path) = std::env::var_os(CA_VAR).filter(|path| !path.is_empty()) else {
+        println!(
+            "SKIPPED: postgres TLS: {CA_VAR} is not set; `cargo xtask gate` sets it when \
+             `openssl` could make the test cluster a certificate"
+        );
+        return None;
+    };
+    Some(std::fs::read(&path).unwrap_or_else(|err| panic!("read {path:?}: {err}")))
+}
+
+/// A CA certificate that signed nothing the test cluster presents.
+pub const UNRELATED_CA: &[u8] = include_bytes!("unrelated-ca.pem");
+
+/// The variable holding the durable cluster's URL (`fsync` and `synchronous_commit` on).
+pub const DURABLE_URL_VAR: &str = "BATCH_TEST_POSTGRES_DURABLE_URL";
+/// The variable naming a program that restarts the durable cluster with `-m immediate`.
+pub const DURABLE_RESTART_VAR: &str = "BATCH_TEST_POSTGRES_DURABLE_RESTART";
+
+/// The durable cluster's URL, if the gate started one; prints why not.
+pub fn durable_url() -> Option<String> {
+    let url = std::env::var(DURABLE_URL_VAR)
+        .ok()
+        .filter(|url| !url.is_empty());
+    if url.is_none() {
+        println!(
+            "SKIPPED: postgres durable: {DURABLE_URL_VAR} is not set; `cargo xtask gate` sets \
+             it when the PostgreSQL server binaries are installed"
+        );
+    }
+    url
+}
+
+/// The program that restarts the durable cluster with `-m immediate` (the gate writes it).
+pub fn durable_restart() -> Option<String> {
+    std::env::var(DURABLE_RESTART_VAR)
+        .ok()
+        .filter(|path| !path.is_empty())
 }

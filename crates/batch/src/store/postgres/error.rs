@@ -30,6 +30,11 @@ pub enum PostgresError {
         /// The newest version this release writes.
         supported: i32,
     },
+    /// TLS was refused: the server's certificate is not signed by a root the options trust
+    /// (feature `postgres-tls`) or does not name the host connected to, or `sslmode=require`
+    /// met a server without TLS. Trying again will not help.
+    #[error("the TLS handshake with the server failed: {0}")]
+    Tls(String),
     /// A stored row does not read back as this crate wrote it.
     #[error("a stored row is invalid: {0}")]
     InvalidRow(String),
@@ -47,13 +52,38 @@ pub(super) fn transient(code: &str) -> bool {
 
 impl From<tokio_postgres::Error> for PostgresError {
     fn from(err: tokio_postgres::Error) -> Self {
+        // tokio-postgres' own text names only the kind ("error performing TLS handshake");
+        // the cause is in the source chain.
+        let text = with_causes(&err);
+        #[cfg(feature = "postgres-tls")]
+        if super::tls::is_handshake_refusal(&err) {
+            return Self::Tls(text);
+        }
+        // tokio-postgres reports this one as text only.
+        if text.contains("server does not support TLS") {
+            return Self::Tls(text);
+        }
         match err.code() {
-            Some(code) if transient(code.code()) => Self::Unavailable(err.to_string()),
+            Some(code) if transient(code.code()) => Self::Unavailable(text),
             Some(_) => Self::Other(err),
             // No SQLSTATE: an I/O error or a closed connection on the client side.
-            None => Self::Unavailable(err.to_string()),
+            None => Self::Unavailable(text),
         }
     }
+}
+
+/// `err` and each error it wraps, joined with `: `.
+fn with_causes(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut next = err.source();
+    while let Some(cause) = next {
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        next = cause.source();
+    }
+    text
 }
 
 impl From<deadpool_postgres::PoolError> for PostgresError {

@@ -13,9 +13,13 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Notify;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::{AsyncMessage, Client, Connection, NoTls};
 use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::PostgresError;
+use super::connect::{Connector, within};
 
 /// How long the listener waits before reopening a lost connection.
 const RECONNECT_WAIT: Duration = Duration::from_secs(1);
@@ -38,6 +42,8 @@ impl Signal {
 #[derive(Debug)]
 pub(super) struct Wakeups {
     config: tokio_postgres::Config,
+    connector: Connector,
+    connect_timeout: Duration,
     channel: String,
     signal: Arc<Signal>,
     /// The generation the last claim started at.
@@ -48,9 +54,16 @@ pub(super) struct Wakeups {
 }
 
 impl Wakeups {
-    pub(super) fn new(config: tokio_postgres::Config, channel: String) -> Self {
+    pub(super) fn new(
+        config: tokio_postgres::Config,
+        connector: Connector,
+        connect_timeout: Duration,
+        channel: String,
+    ) -> Self {
         Self {
             config,
+            connector,
+            connect_timeout,
             channel,
             signal: Arc::default(),
             seen: AtomicU64::new(0),
@@ -69,8 +82,12 @@ impl Wakeups {
         self.task.get_or_init(|| {
             let stop = CancellationToken::new();
             tokio::spawn(listen(
-                self.config.clone(),
-                self.channel.clone(),
+                Listener {
+                    config: self.config.clone(),
+                    connector: self.connector.clone(),
+                    connect_timeout: self.connect_timeout,
+                    channel: self.channel.clone(),
+                },
                 self.signal.clone(),
                 stop.clone(),
             ));
@@ -86,16 +103,19 @@ impl Wakeups {
     }
 }
 
-/// The listener task: listen, forward, reopen on loss, until `stop`.
-async fn listen(
+/// How the listener task connects, and to which channel it listens.
+struct Listener {
     config: tokio_postgres::Config,
+    connector: Connector,
+    connect_timeout: Duration,
     channel: String,
-    signal: Arc<Signal>,
-    stop: CancellationToken,
-) {
+}
+
+/// The listener task: listen, forward, reopen on loss, until `stop`.
+async fn listen(listener: Listener, signal: Arc<Signal>, stop: CancellationToken) {
     loop {
         tokio::select! {
-            () = listen_once(&config, &channel, &signal) => {}
+            () = listen_once(&listener, &signal) => {}
             () = stop.cancelled() => return,
         }
         tokio::select! {
@@ -105,9 +125,32 @@ async fn listen(
     }
 }
 
-/// One connection's life: returns when it is lost.
-async fn listen_once(config: &tokio_postgres::Config, channel: &str, signal: &Signal) {
-    let (client, mut connection) = match config.connect(NoTls).await {
+/// One connection's life: returns when it is lost (or was never opened).
+async fn listen_once(listener: &Listener, signal: &Signal) {
+    let (config, timeout) = (&listener.config, listener.connect_timeout);
+    match &listener.connector {
+        Connector::Plain => {
+            let connected = within(timeout, config.connect(NoTls)).await;
+            listen_on(connected, &listener.channel, signal).await;
+        }
+        #[cfg(feature = "postgres-tls")]
+        Connector::Rustls(tls) => {
+            let connected = within(timeout, config.connect(tls.clone())).await;
+            listen_on(connected, &listener.channel, signal).await;
+        }
+    }
+}
+
+/// Listens on one opened connection until it is lost.
+async fn listen_on<S, T>(
+    connected: Result<(Client, Connection<S, T>), PostgresError>,
+    channel: &str,
+    signal: &Signal,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+    T: AsyncRead + AsyncWrite + Unpin,
+{
+    let (client, mut connection) = match connected {
         Ok(pair) => pair,
         Err(error) => {
             tracing::warn!(%error, "batch postgres store: cannot open the LISTEN connection");

@@ -1,172 +1,45 @@
 //! [`PostgresStore`]: jobs in a PostgreSQL database that several runner processes share.
+//!
+//! Files: `options.rs` (settings, checked before anything connects, and the constructors),
+//! `connect.rs` (plain or TLS connections under the connect timeout), `tls.rs` (rustls,
+//! feature `postgres-tls`), `listen.rs` (the `LISTEN` connection), `schema.rs` (migrations),
+//! `queries.rs` (every call's SQL), `error.rs`.
+//!
+//! Invariants:
+//!
+//! 1. Every call is one transaction on one pooled connection, committed only if the call
+//!    succeeds: a failed or dropped call changes nothing.
+//! 2. Every transaction runs in the store's schema: the pool the store builds sets
+//!    `search_path` at connection start-up; on an application's pool ([`per_call`]) each
+//!    transaction sets it with `SET LOCAL` first.
+//! 3. The schema name entering SQL was validated (no quote can occur in it) and is quoted.
+//! 4. Nothing waits on the server without a bound, except a statement a live server delays
+//!    (see the type's guarantees).
+//!
+//! [`per_call`]: PostgresStore::per_call
 
+mod connect;
 mod error;
 mod listen;
+mod options;
 mod queries;
 mod schema;
+#[cfg(feature = "postgres-tls")]
+mod tls;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Transaction};
-use tokio_postgres::NoTls;
+use deadpool_postgres::{Object, Pool, Transaction};
 
 pub use error::PostgresError;
+pub use options::PostgresOptions;
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, Store, Submitted};
 use crate::time::Timestamp;
-
-/// Settings for a [`PostgresStore`]; [`PostgresStore::options`] makes one.
-#[derive(Debug, Clone)]
-pub struct PostgresOptions {
-    schema: String,
-    lease_ttl: Duration,
-    poll_interval: Duration,
-    pool_size: usize,
-}
-
-impl Default for PostgresOptions {
-    fn default() -> Self {
-        Self {
-            schema: "batch".into(),
-            lease_ttl: Duration::from_secs(30),
-            poll_interval: Duration::from_secs(5),
-            pool_size: 16,
-        }
-    }
-}
-
-impl PostgresOptions {
-    /// The PostgreSQL schema (namespace) that holds the store's tables (default `batch`):
-    /// runners that share jobs use the same one. Lowercase ASCII letters, digits and `_`,
-    /// starting with a letter or `_`.
-    #[must_use]
-    pub fn schema(mut self, schema: impl Into<String>) -> Self {
-        self.schema = schema.into();
-        self
-    }
-
-    /// The lease of a claim (default 30 s): a replica that stops renewing (it died, or its
-    /// process stalled) loses its claim this long after its last renewal, and another replica
-    /// fetches the target again. The runner renews every third of it while the fetch runs.
-    /// Runners compare leases with their own clocks: keep the replicas' clock skew well below
-    /// a third of it.
-    #[must_use]
-    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
-        self.lease_ttl = ttl;
-        self
-    }
-
-    /// The fallback poll (default 5 s): an idle worker claims again at least this often even
-    /// if no `NOTIFY` reached it (its `LISTEN` connection was being reopened).
-    #[must_use]
-    pub fn poll_interval(mut self, interval: Duration) -> Self {
-        self.poll_interval = interval;
-        self
-    }
-
-    /// The most connections this store opens for its calls (default 16); one more listens for
-    /// wake-ups. Give it at least the runner's worker count.
-    #[must_use]
-    pub fn pool_size(mut self, size: usize) -> Self {
-        self.pool_size = size;
-        self
-    }
-
-    /// Connects to the database at `url` (a libpq connection string or URL, such as
-    /// `postgres://batch@db.internal/app`), creates or migrates the store's schema, and
-    /// returns the store.
-    ///
-    /// # Errors
-    ///
-    /// [`PostgresError::Config`] for an invalid URL or schema name,
-    /// [`PostgresError::Unavailable`] when the server cannot be reached,
-    /// [`PostgresError::NewerSchema`] for a schema from a newer release (left untouched),
-    /// [`PostgresError::Other`] for anything else the server refused (such as a missing
-    /// `CREATE` privilege).
-    pub async fn connect(&self, url: &str) -> Result<PostgresStore, PostgresError> {
-        self.migrate(url).await?;
-        self.open_lazy(url)
-    }
-
-    /// Creates or migrates the store's schema at `url` over one connection of its own, which
-    /// is closed before this returns. [`connect`](Self::connect) calls it.
-    ///
-    /// # Errors
-    ///
-    /// As [`connect`](Self::connect).
-    pub async fn migrate(&self, url: &str) -> Result<(), PostgresError> {
-        let config = self.config(url)?;
-        let (mut client, connection) = config.connect(NoTls).await?;
-        let driver = tokio::spawn(connection);
-        let migrated = schema::migrate(&mut client, &self.schema).await;
-        drop(client);
-        let _ = driver.await;
-        migrated
-    }
-
-    /// The store over a schema that [`migrate`](Self::migrate) prepared, without connecting:
-    /// connections open on first use, inside the runtime that uses the store. For callers that
-    /// cannot await here (a test's store factory).
-    ///
-    /// # Errors
-    ///
-    /// [`PostgresError::Config`] for an invalid URL or schema name.
-    pub fn open_lazy(&self, url: &str) -> Result<PostgresStore, PostgresError> {
-        let config = self.config(url)?;
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                // Checks each connection with a trivial query before reuse, so one the server
-                // closed (`pg_terminate_backend`, a restart) is replaced instead of failing.
-                recycling_method: RecyclingMethod::Verified,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(self.pool_size.max(1))
-            .build()
-            .map_err(|err| PostgresError::Config(err.to_string()))?;
-        let channel = format!("batch_{}", self.schema);
-        Ok(PostgresStore {
-            pool,
-            wakeups: listen::Wakeups::new(config, channel.clone()),
-            channel,
-            lease_ttl: self.lease_ttl,
-            poll_interval: self.poll_interval,
-            last_now: AtomicU64::new(0),
-        })
-    }
-
-    fn config(&self, url: &str) -> Result<tokio_postgres::Config, PostgresError> {
-        let schema = &self.schema;
-        let valid = schema.len() <= 40
-            && schema.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-            && schema
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if !valid {
-            return Err(PostgresError::Config(format!(
-                "schema {schema:?}: use lowercase ASCII letters, digits and _"
-            )));
-        }
-        if self.lease_ttl.is_zero() || self.poll_interval.is_zero() {
-            return Err(PostgresError::Config(
-                "lease_ttl and poll_interval must be above zero".into(),
-            ));
-        }
-        let mut config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|err: tokio_postgres::Error| PostgresError::Config(err.to_string()))?;
-        config.options(format!("-c search_path={schema}"));
-        // Names the store's connections in `pg_stat_activity`, for operators.
-        config.application_name(format!("batch {schema}"));
-        Ok(config)
-    }
-}
 
 /// A [`Store`] in a PostgreSQL database, shared by several runner processes (replicas).
 ///
@@ -195,6 +68,14 @@ impl PostgresOptions {
 ///   fresh connection; the transaction rolled back, so nothing is lost or stored twice.
 /// - `max_live_jobs`, one live job per caller, and the byte budget hold across replicas
 ///   (`submit` and eviction take advisory locks).
+/// - **No hang on an unanswering server.** Opening a connection, waiting for a pooled one and
+///   checking one before reuse are each bounded ([`PostgresOptions::connect_timeout`] and the
+///   pool timeouts), and TCP keepalive notices a peer that died under an open connection: each
+///   ends as [`StoreError::Unavailable`], which the runner retries. Not bounded: a statement
+///   that a live server keeps waiting (a lock); put `statement_timeout` in the URL's `options`
+///   for that. On tokio's paused clock these timeouts fire as soon as the runtime waits for the
+///   server (virtual time jumps to them): in such tests, run the store's calls on a runtime
+///   whose clock runs.
 ///
 /// # Examples
 ///
@@ -220,6 +101,11 @@ impl PostgresOptions {
 #[derive(Debug)]
 pub struct PostgresStore {
     pool: Pool,
+    /// `SET LOCAL search_path …`, run first in every transaction over a pool the application
+    /// gave ([`PostgresOptions::connect_pool`]), whose connections do not start in the schema.
+    per_call: Option<String>,
+    /// The longest wait for a connection of such a pool (ours has deadpool's own timeouts).
+    get_timeout: Option<Duration>,
     wakeups: listen::Wakeups,
     channel: String,
     lease_ttl: Duration,
@@ -229,12 +115,65 @@ pub struct PostgresStore {
 }
 
 impl PostgresStore {
+    /// The store over `pool`, from checked `options`; `listen` opens the LISTEN connection.
+    fn new(
+        options: &PostgresOptions,
+        pool: Pool,
+        listen: tokio_postgres::Config,
+        connector: connect::Connector,
+        foreign_pool: bool,
+    ) -> Self {
+        let schema = options.schema_name();
+        let channel = format!("batch_{schema}");
+        Self {
+            pool,
+            per_call: foreign_pool.then(|| format!("SET LOCAL search_path TO \"{schema}\"")),
+            get_timeout: foreign_pool.then(|| options.get_timeout()),
+            wakeups: listen::Wakeups::new(
+                listen,
+                connector,
+                options.open_timeout(),
+                channel.clone(),
+            ),
+            channel,
+            lease_ttl: options.lease(),
+            poll_interval: options.poll(),
+            last_now: AtomicU64::new(0),
+        }
+    }
+
+    /// A pooled connection, within the timeouts.
+    async fn client(&self) -> Result<Object, PostgresError> {
+        let Some(timeout) = self.get_timeout else {
+            return Ok(self.pool.get().await?);
+        };
+        match tokio::time::timeout(timeout, self.pool.get()).await {
+            Ok(client) => Ok(client?),
+            Err(_) => Err(PostgresError::Unavailable(format!(
+                "no pooled connection within {timeout:?}"
+            ))),
+        }
+    }
+
+    /// Opens a transaction on `client`, in the store's schema.
+    async fn begin<'a>(&self, client: &'a mut Object) -> Result<Transaction<'a>, PostgresError> {
+        let tx = client.transaction().await?;
+        if let Some(sql) = &self.per_call {
+            tx.batch_execute(sql).await?;
+        }
+        Ok(tx)
+    }
+
     /// Default options, to change before connecting.
     pub fn options() -> PostgresOptions {
         PostgresOptions::default()
     }
 
     /// Connects with default options; see [`PostgresOptions::connect`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`PostgresOptions::connect`].
     ///
     /// # Errors
     ///
@@ -245,12 +184,16 @@ impl PostgresStore {
 
     /// Live (queued or running) jobs now, across every replica.
     ///
+    /// # Cancel safety
+    ///
+    /// Reads only: dropping the future changes nothing.
+    ///
     /// # Errors
     ///
     /// The database could not be read.
     pub async fn live_jobs(&self) -> Result<usize, PostgresError> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
         let live = queries::live_jobs(&tx).await?;
         tx.commit().await?;
         Ok(live)
@@ -258,12 +201,16 @@ impl PostgresStore {
 
     /// Bytes stored now: every kept job's target JSON and results.
     ///
+    /// # Cancel safety
+    ///
+    /// Reads only: dropping the future changes nothing.
+    ///
     /// # Errors
     ///
     /// The database could not be read.
     pub async fn stored_bytes(&self) -> Result<u64, PostgresError> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
         let bytes = queries::stored_bytes(&tx).await?;
         tx.commit().await?;
         Ok(bytes)
@@ -275,8 +222,8 @@ impl PostgresStore {
 macro_rules! transaction {
     ($store:expr, |$tx:ident| $body:expr) => {{
         let call = async {
-            let mut client = $store.pool.get().await?;
-            let $tx: Transaction<'_> = client.transaction().await?;
+            let mut client = $store.client().await?;
+            let $tx: Transaction<'_> = $store.begin(&mut client).await?;
             let value = $body.await?;
             $tx.commit().await?;
             Ok::<_, PostgresError>(value)
@@ -296,8 +243,8 @@ impl Store for PostgresStore {
     }
 
     async fn submit(&self, job: NewJob) -> Result<Submitted, SubmitError> {
-        let mut client = self.pool.get().await.map_err(PostgresError::from)?;
-        let tx = client.transaction().await.map_err(PostgresError::from)?;
+        let mut client = self.client().await?;
+        let tx = self.begin(&mut client).await?;
         let submitted = queries::submit(&tx, &self.channel, job).await?;
         tx.commit().await.map_err(PostgresError::from)?;
         Ok(submitted)

@@ -1,0 +1,105 @@
+//! How the store opens connections: plain or TLS, with the whole set-up (TCP, TLS, startup,
+//! authentication) bounded by the connect timeout.
+//!
+//! One [`Connector`] serves the store's three kinds of connection: the one that migrates the
+//! schema, the `LISTEN` connection, and the pool's. The pool is not generic over the TLS
+//! connector (deadpool boxes it), so the choice stays a runtime value and no public type grows
+//! a type parameter.
+
+use std::future::Future;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
+use tokio::task::JoinHandle;
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
+use tokio_postgres::{Client, Config, NoTls, Socket};
+
+use super::PostgresError;
+
+/// Plain TCP, or TLS through rustls.
+#[derive(Clone)]
+pub(super) enum Connector {
+    /// No TLS: `sslmode=prefer` (tokio-postgres' default) falls back to plain TCP and
+    /// `sslmode=require` is refused before connecting.
+    Plain,
+    /// rustls, verifying the server against the roots it was given.
+    #[cfg(feature = "postgres-tls")]
+    Rustls(tokio_postgres_rustls::MakeRustlsConnect),
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Plain => f.write_str("Plain"),
+            #[cfg(feature = "postgres-tls")]
+            Self::Rustls(_) => f.write_str("Rustls"),
+        }
+    }
+}
+
+impl Connector {
+    /// Whether connections can speak TLS.
+    pub(super) fn has_tls(&self) -> bool {
+        !matches!(self, Self::Plain)
+    }
+
+    /// Opens one connection outside the pool and drives it on a task of its own.
+    pub(super) async fn open(
+        &self,
+        config: &Config,
+        timeout: Duration,
+    ) -> Result<(Client, JoinHandle<()>), PostgresError> {
+        match self {
+            Self::Plain => open_with(config, NoTls, timeout).await,
+            #[cfg(feature = "postgres-tls")]
+            Self::Rustls(tls) => open_with(config, tls.clone(), timeout).await,
+        }
+    }
+
+    /// The pool's connection manager: every connection is checked with a trivial query
+    /// before reuse, so one the server closed (`pg_terminate_backend`, a restart) is replaced
+    /// instead of failing the call.
+    pub(super) fn manager(&self, config: Config) -> Manager {
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Verified,
+        };
+        match self {
+            Self::Plain => Manager::from_config(config, NoTls, manager_config),
+            #[cfg(feature = "postgres-tls")]
+            Self::Rustls(tls) => Manager::from_config(config, tls.clone(), manager_config),
+        }
+    }
+}
+
+async fn open_with<T>(
+    config: &Config,
+    tls: T,
+    timeout: Duration,
+) -> Result<(Client, JoinHandle<()>), PostgresError>
+where
+    T: MakeTlsConnect<Socket>,
+    T::Stream: Send + 'static,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+{
+    let (client, connection) = within(timeout, config.connect(tls)).await?;
+    let driver = tokio::spawn(async move {
+        // The connection's end is reported to the client's next call.
+        let _ = connection.await;
+    });
+    Ok((client, driver))
+}
+
+/// `connecting`, unless it takes longer than `timeout`: a server that accepted the TCP
+/// connection and never answers is [`PostgresError::Unavailable`], not a hang.
+pub(super) async fn within<T>(
+    timeout: Duration,
+    connecting: impl Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, PostgresError> {
+    match tokio::time::timeout(timeout, connecting).await {
+        Ok(connected) => connected.map_err(PostgresError::from),
+        Err(_) => Err(PostgresError::Unavailable(format!(
+            "the server did not complete the connection within connect_timeout ({timeout:?})"
+        ))),
+    }
+}

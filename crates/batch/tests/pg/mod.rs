@@ -7,14 +7,10 @@
 
 #![allow(dead_code)]
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use batch::store::{
-    CancelOutcome, Claim, Completion, Evicted, NewJob, PostgresOptions, PostgresStore, Submitted,
-};
-use batch::{Caller, Job, JobId, Store, StoreError, SubmitError, TargetState, Timestamp};
+use batch::store::{PostgresOptions, PostgresStore};
 
 /// The variable holding the test database's URL.
 pub const URL_VAR: &str = "BATCH_TEST_POSTGRES_URL";
@@ -91,141 +87,16 @@ pub fn store() -> PostgresStore {
     open(options())
 }
 
-/// A [`Store`] adapter that runs every call of a [`PostgresStore`] on a runtime of its own
-/// and blocks the calling thread until it is done, as the SQLite store blocks for its calls.
-///
-/// Why: on tokio's paused clock, time jumps to the next timer whenever the test's runtime has
-/// nothing to run, and a task awaiting the database's reply counts as nothing to run. Blocking
-/// the thread instead holds the clock still and lets no other task run meanwhile, so each call
-/// is one atomic step in virtual time (as with the in-process stores) and the suite's exact
-/// orders and timings hold. Its `changed` never resolves (one runner sees its own changes);
+/// Each call one atomic step in the test's virtual time: the wrapper every store answering
+/// from elsewhere shares (`tests/suite/frozen.rs`). Its `changed` never resolves, so
 /// `LISTEN/NOTIFY` is tested on a real clock with the store itself.
-pub struct Frozen {
-    store: Arc<PostgresStore>,
-    runtime: OwnRuntime,
-}
-
-/// A runtime that may be dropped anywhere (it shuts down in the background).
-struct OwnRuntime(Option<tokio::runtime::Runtime>);
-
-impl Drop for OwnRuntime {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.0.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
-impl Frozen {
-    pub fn new(store: PostgresStore) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        Self {
-            store: Arc::new(store),
-            runtime: OwnRuntime(Some(runtime)),
-        }
-    }
-
-    pub fn inner(&self) -> &PostgresStore {
-        &self.store
-    }
-
-    /// Runs `call` over the store on the own runtime; blocks until it is done.
-    fn run<R, F>(&self, call: impl FnOnce(Arc<PostgresStore>) -> F) -> std::future::Ready<R>
-    where
-        F: Future<Output = R> + Send + 'static,
-        R: Send + 'static,
-    {
-        let (done, result) = std::sync::mpsc::sync_channel(1);
-        let future = call(Arc::clone(&self.store));
-        let runtime = self.runtime.0.as_ref().expect("runtime");
-        runtime.spawn(async move {
-            let _ = done.send(future.await);
-        });
-        std::future::ready(result.recv().expect("store call panicked"))
-    }
-}
+#[path = "../suite/frozen.rs"]
+mod frozen;
+pub use frozen::Frozen;
 
 /// A frozen store over a fresh schema with the test options.
-pub fn frozen() -> Frozen {
+pub fn frozen() -> Frozen<PostgresStore> {
     Frozen::new(store())
-}
-
-impl Store for Frozen {
-    fn lease_ttl(&self) -> Option<Duration> {
-        self.store.lease_ttl()
-    }
-    async fn recover(&self, now: Timestamp) -> Result<usize, StoreError> {
-        self.run(move |s| async move { s.recover(now).await }).await
-    }
-    async fn submit(&self, job: NewJob) -> Result<Submitted, SubmitError> {
-        self.run(move |s| async move { s.submit(job).await }).await
-    }
-    async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
-        self.run(move |s| async move { s.claim(now).await }).await
-    }
-    async fn renew(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
-        let claim = claim.clone();
-        self.run(move |s| async move { s.renew(&claim, now).await })
-            .await
-    }
-    async fn complete(
-        &self,
-        claim: &Claim,
-        result: TargetState,
-        now: Timestamp,
-    ) -> Result<Completion, StoreError> {
-        let claim = claim.clone();
-        self.run(move |s| async move { s.complete(&claim, result, now).await })
-            .await
-    }
-    async fn retry_later(
-        &self,
-        claim: &Claim,
-        busy_since: Timestamp,
-        at: Timestamp,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        let claim = claim.clone();
-        self.run(move |s| async move { s.retry_later(&claim, busy_since, at, now).await })
-            .await
-    }
-    async fn release(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
-        let claim = claim.clone();
-        self.run(move |s| async move { s.release(&claim, now).await })
-            .await
-    }
-    async fn next_wakeup(&self) -> Result<Option<Timestamp>, StoreError> {
-        self.run(move |s| async move { s.next_wakeup().await })
-            .await
-    }
-    async fn status(&self, id: JobId, caller: &Caller) -> Result<Option<Job>, StoreError> {
-        let caller = caller.clone();
-        self.run(move |s| async move { s.status(id, &caller).await })
-            .await
-    }
-    async fn touch(&self, id: JobId, caller: &Caller, now: Timestamp) -> Result<bool, StoreError> {
-        let caller = caller.clone();
-        self.run(move |s| async move { s.touch(id, &caller, now).await })
-            .await
-    }
-    async fn cancel(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> Result<CancelOutcome, StoreError> {
-        let caller = caller.clone();
-        self.run(move |s| async move { s.cancel(id, &caller, now).await })
-            .await
-    }
-    async fn evict_oldest(&self, max_bytes: u64) -> Result<Evicted, StoreError> {
-        self.run(move |s| async move { s.evict_oldest(max_bytes).await })
-            .await
-    }
 }
 
 /// `TEST_SCALE=small` (TSan, Miri) shrinks loops.

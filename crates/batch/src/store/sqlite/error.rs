@@ -10,7 +10,8 @@ use crate::error::StoreError;
 ///
 /// [`SqliteStore::open`](super::SqliteStore::open) returns it directly. Once the store is
 /// running, it reaches the runner inside a [`StoreError`]: [`Locked`](Self::Locked) as
-/// [`StoreError::Unavailable`] (the runner tries again), the rest as [`StoreError::Failed`];
+/// [`StoreError::Unavailable`] (the runner tries again), and so does
+/// [`Aborted`](Self::Aborted); the rest as [`StoreError::Failed`];
 /// `std::error::Error::source` (or `downcast_ref::<SqliteError>()` on the boxed error) gives
 /// this type back. A failed call changes nothing: every call is one transaction.
 #[derive(Debug, thiserror::Error)]
@@ -72,9 +73,50 @@ pub enum SqliteError {
     /// A stored row does not read back as this crate wrote it.
     #[error("a stored row is invalid: {0}")]
     InvalidRow(String),
+    /// Another call sharing this call's commit failed in a way that made SQLite roll their
+    /// transaction back (a full disk, an I/O error); this call changed nothing. Trying again
+    /// may work.
+    #[error("the call's transaction was rolled back by another call's failure: {0}")]
+    Aborted(String),
     /// Any other SQLite error.
     #[error("sqlite: {0}")]
     Other(#[source] rusqlite::Error),
+}
+
+impl SqliteError {
+    /// The same failure again, for each call of a batch that failed as a whole (the store's
+    /// thread answers every call of a batch whose commit failed with it).
+    pub(super) fn duplicate(&self) -> Self {
+        match self {
+            Self::InUse { lock } => Self::InUse { lock: lock.clone() },
+            Self::InvalidPath { path, reason } => Self::InvalidPath {
+                path: path.clone(),
+                reason: reason.clone(),
+            },
+            Self::InvalidSetting { setting, reason } => Self::InvalidSetting {
+                setting,
+                reason: reason.clone(),
+            },
+            Self::Corrupt(text) => Self::Corrupt(text.clone()),
+            Self::Unreadable(text) => Self::Unreadable(text.clone()),
+            Self::ReadOnly(text) => Self::ReadOnly(text.clone()),
+            Self::Full(text) => Self::Full(text.clone()),
+            Self::Locked(text) => Self::Locked(text.clone()),
+            Self::NewerSchema { found, supported } => Self::NewerSchema {
+                found: *found,
+                supported: *supported,
+            },
+            Self::InvalidRow(text) => Self::InvalidRow(text.clone()),
+            Self::Aborted(text) => Self::Aborted(text.clone()),
+            Self::Other(rusqlite::Error::SqliteFailure(code, message)) => {
+                Self::Other(rusqlite::Error::SqliteFailure(*code, message.clone()))
+            }
+            Self::Other(other) => Self::Other(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+                Some(other.to_string()),
+            )),
+        }
+    }
 }
 
 impl From<rusqlite::Error> for SqliteError {
@@ -97,7 +139,9 @@ impl From<rusqlite::Error> for SqliteError {
 impl From<SqliteError> for StoreError {
     fn from(err: SqliteError) -> Self {
         match err {
-            SqliteError::Locked(_) => StoreError::Unavailable(Box::new(err)),
+            SqliteError::Locked(_) | SqliteError::Aborted(_) => {
+                StoreError::Unavailable(Box::new(err))
+            }
             _ => StoreError::Failed(Box::new(err)),
         }
     }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::Connection;
 
 pub use error::SqliteError;
 pub use options::{MAX_BUSY_TIMEOUT, SqliteOptions, Synchronous};
@@ -26,10 +26,11 @@ use thread::ConnectionThread;
 
 /// A [`Store`] in one SQLite file: jobs, targets and results survive a restart.
 ///
-/// One connection, in WAL mode, on a thread of its own: every call is one short transaction
-/// sent to that thread, so SQLite's work (and its fsyncs, with [`Synchronous::Full`]) never
-/// blocks the tokio thread that awaits it. Calls run one at a time in the order they were
-/// made. The rotation lives in the database too (a partial index of the claimable jobs in
+/// One connection, in WAL mode, on a thread of its own: every call is sent to that thread, so
+/// SQLite's work (and its fsyncs, with [`Synchronous::Full`]) never blocks the tokio thread
+/// that awaits it. Calls run one at a time in the order they were made; calls that arrive
+/// while the thread is busy share the next commit (group commit), each in a savepoint of its
+/// own, and none answers before its commit. The rotation lives in the database too (a partial index of the claimable jobs in
 /// submit order); only its cursor is kept in memory, so a restarted runner starts the rotation
 /// again at the oldest live job.
 ///
@@ -101,43 +102,128 @@ pub struct SqliteStore {
 #[derive(Debug)]
 struct Inner {
     conn: Connection,
+    /// The counters as of the last call; kept only if its batch commits.
     counters: queries::Counters,
-    /// The store's copy of `counters.bytes()`, kept equal after every commit.
+    /// The counters as the open batch found them, to go back to if it fails.
+    committed: queries::Counters,
+    /// Set when SQLite rolled the open batch back by itself (see `write`).
+    aborted: Option<SqliteError>,
+    /// The store's copy of `committed.bytes()`, updated after every commit.
     stored_bytes: Arc<AtomicU64>,
     _owner: Option<OwnerLock>,
 }
 
 impl Inner {
-    /// Runs `f` in one immediate (writing) transaction. The transaction and the counters `f`
-    /// changed are kept together only if `f` and the commit succeed.
+    /// Runs `f` in a savepoint of the batch's transaction: if `f` fails, its changes (and its
+    /// changes to the counters) are undone and the batch goes on.
+    ///
+    /// Some errors (a full disk, an I/O error) make SQLite roll back the whole transaction by
+    /// itself. Then nothing of the batch is left to keep: the failure is remembered in
+    /// `aborted`, every later call of the batch fails with it without running (it would
+    /// otherwise commit on its own, outside any transaction), and so does the commit.
     fn write<R, E>(
         &mut self,
-        f: impl FnOnce(&Transaction<'_>, &mut queries::Counters) -> Result<R, E>,
+        f: impl FnOnce(&Connection, &mut queries::Counters) -> Result<R, E>,
     ) -> Result<R, E>
     where
         E: From<SqliteError>,
     {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|err| E::from(err.into()))?;
+        if let Some(aborted) = &self.aborted {
+            return Err(aborted.duplicate().into());
+        }
+        self.execute("SAVEPOINT call").map_err(E::from)?;
         let mut changed = self.counters;
-        let value = f(&tx, &mut changed)?;
-        tx.commit().map_err(|err| E::from(err.into()))?;
-        self.counters = changed;
-        self.stored_bytes.store(changed.bytes(), Ordering::Release);
-        Ok(value)
+        let result = f(&self.conn, &mut changed);
+        if self.conn.is_autocommit() {
+            // SQLite ended the transaction (a full disk, an I/O error): abort the batch.
+            let error = match result {
+                Err(error) => return self.abort_with(error),
+                Ok(_) => SqliteError::Aborted("the transaction ended inside a call".into()),
+            };
+            self.aborted = Some(error.duplicate());
+            return Err(error.into());
+        }
+        let ended = match &result {
+            Ok(_) => self.execute("RELEASE call"),
+            Err(_) => self
+                .execute("ROLLBACK TO call")
+                .and_then(|()| self.execute("RELEASE call")),
+        };
+        if let Err(error) = ended {
+            // The savepoint cannot be ended: nothing of the batch can be trusted.
+            let _ = self.execute("ROLLBACK");
+            self.aborted = Some(error.duplicate());
+            return Err(error.into());
+        }
+        if result.is_ok() {
+            self.counters = changed;
+        }
+        result
     }
 
-    /// Runs `f` in one read transaction.
+    /// Records that SQLite rolled the batch back while `error` happened; `error` itself.
+    fn abort_with<R, E: From<SqliteError>>(&mut self, error: E) -> Result<R, E> {
+        self.aborted = Some(SqliteError::Aborted(
+            "an earlier call of its batch failed and SQLite rolled the batch back".into(),
+        ));
+        Err(error)
+    }
+
+    /// Runs `f`, which only reads, inside the batch's transaction.
     fn read<R>(
         &mut self,
-        f: impl FnOnce(&Transaction<'_>) -> Result<R, SqliteError>,
+        f: impl FnOnce(&Connection) -> Result<R, SqliteError>,
     ) -> Result<R, SqliteError> {
-        let tx = self.conn.transaction()?;
-        let value = f(&tx)?;
-        tx.commit()?;
-        Ok(value)
+        f(&self.conn)
+    }
+
+    fn execute(&self, sql: &str) -> Result<(), SqliteError> {
+        self.conn.prepare_cached(sql)?.execute([])?;
+        Ok(())
+    }
+}
+
+impl thread::Batches for Inner {
+    type Error = SqliteError;
+
+    fn begin(&mut self) -> Result<(), SqliteError> {
+        // IMMEDIATE: the write lock is taken (or refused as Locked) here, never halfway
+        // through a call.
+        self.execute("BEGIN IMMEDIATE")?;
+        self.committed = self.counters;
+        self.aborted = None;
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), SqliteError> {
+        if let Some(aborted) = self.aborted.take() {
+            thread::Batches::rollback(self);
+            return Err(aborted);
+        }
+        match self.execute("COMMIT") {
+            Ok(()) => {
+                self.committed = self.counters;
+                self.stored_bytes
+                    .store(self.committed.bytes(), Ordering::Release);
+                Ok(())
+            }
+            Err(error) => {
+                thread::Batches::rollback(self);
+                Err(error)
+            }
+        }
+    }
+
+    fn rollback(&mut self) {
+        if !self.conn.is_autocommit() {
+            // A failed rollback leaves nothing to undo: SQLite has ended the transaction.
+            let _ = self.execute("ROLLBACK");
+        }
+        self.counters = self.committed;
+    }
+
+    fn failure(error: &SqliteError) -> StoreError {
+        error.duplicate().into()
     }
 }
 
@@ -177,6 +263,8 @@ impl SqliteStore {
         let inner = Inner {
             conn,
             counters,
+            committed: counters,
+            aborted: None,
             stored_bytes: Arc::clone(&stored_bytes),
             _owner: owner,
         };
@@ -224,26 +312,30 @@ impl SqliteStore {
         self.stored_bytes.load(Ordering::Acquire)
     }
 
-    /// Runs `f` in one writing transaction on the connection's thread.
+    /// Runs `f` on the connection's thread, in its own savepoint of the batch's transaction;
+    /// its answer once that committed.
     async fn write<R, E, O>(
         &self,
-        f: impl FnOnce(&Transaction<'_>, &mut queries::Counters) -> Result<R, E> + Send + 'static,
+        f: impl FnOnce(&Connection, &mut queries::Counters) -> Result<R, E> + Send + 'static,
     ) -> Result<R, O>
     where
         R: Send + 'static,
         E: From<SqliteError> + Send + 'static,
-        O: From<E> + From<StoreError>,
+        O: From<E> + From<StoreError> + Send + 'static,
     {
-        let answer = self.thread.call(move |inner| inner.write(f)).await?;
-        Ok(answer?)
+        self.thread
+            .call(move |inner| inner.write(f).map_err(O::from))
+            .await
     }
 
-    /// Runs `f` in one read transaction on the connection's thread.
+    /// Runs `f`, which only reads, on the connection's thread.
     async fn read<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&Transaction<'_>) -> Result<R, SqliteError> + Send + 'static,
+        f: impl FnOnce(&Connection) -> Result<R, SqliteError> + Send + 'static,
     ) -> Result<R, StoreError> {
-        Ok(self.thread.call(move |inner| inner.read(f)).await??)
+        self.thread
+            .call(move |inner| inner.read(f).map_err(StoreError::from))
+            .await
     }
 
     #[cfg(test)]

@@ -7,12 +7,13 @@
 //!   `retry_at` is unset or has come, and *waiting* otherwise.
 //! - *evictable*: ended and no claim out, ordered by `touch_seq`.
 //!
-//! Every function takes the open transaction and a copy of the [`Counters`]; the caller
-//! commits both or neither, so a failed step leaves the database and the counters as they were.
+//! Every function runs inside the store's open transaction, in a savepoint of its own, with a
+//! copy of the [`Counters`]; the caller keeps both or neither, so a failed step leaves the
+//! database and the counters as they were.
 
 use std::sync::Arc;
 
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteError;
 use crate::error::SubmitError;
@@ -49,7 +50,7 @@ pub(super) struct Counters {
 }
 
 impl Counters {
-    pub(super) fn load(tx: &Transaction<'_>) -> Result<Self> {
+    pub(super) fn load(tx: &Connection) -> Result<Self> {
         let (token, touch, bytes) = tx.query_row(
             "SELECT COALESCE(MAX(in_flight), 0), COALESCE(MAX(touch_seq), 0),
                     COALESCE(SUM(bytes), 0)
@@ -75,7 +76,7 @@ impl Counters {
     }
 }
 
-pub(super) fn live_jobs(tx: &Transaction<'_>) -> Result<usize> {
+pub(super) fn live_jobs(tx: &Connection) -> Result<usize> {
     let sql = format!("SELECT COUNT(*) FROM jobs WHERE {LIVE}");
     let n: i64 = tx.prepare_cached(&sql)?.query_row([], |row| row.get(0))?;
     Ok(n as usize)
@@ -86,7 +87,7 @@ fn parse_status(word: &str) -> Result<JobStatus> {
 }
 
 pub(super) fn submit(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     c: &mut Counters,
     job: NewJob,
 ) -> std::result::Result<Submitted, SubmitError> {
@@ -141,7 +142,7 @@ pub(super) fn submit(
 }
 
 /// The first ready job at or after `from` in submit order.
-fn ready_from(tx: &Transaction<'_>, from: i64, now: i64) -> Result<Option<i64>> {
+fn ready_from(tx: &Connection, from: i64, now: i64) -> Result<Option<i64>> {
     let sql = format!(
         "SELECT id FROM jobs
          WHERE {LIVE} AND in_flight IS NULL AND next < total
@@ -154,11 +155,7 @@ fn ready_from(tx: &Transaction<'_>, from: i64, now: i64) -> Result<Option<i64>> 
         .optional()?)
 }
 
-pub(super) fn claim(
-    tx: &Transaction<'_>,
-    c: &mut Counters,
-    now: Timestamp,
-) -> Result<Option<Claim>> {
+pub(super) fn claim(tx: &Connection, c: &mut Counters, now: Timestamp) -> Result<Option<Claim>> {
     let now = to_sql(now);
     let id = match ready_from(tx, c.cursor, now)? {
         Some(id) => id,
@@ -194,20 +191,20 @@ pub(super) fn claim(
 }
 
 /// Whether `claim` is still the claim out on its job.
-fn is_current(tx: &Transaction<'_>, claim: &Claim) -> Result<bool> {
+fn is_current(tx: &Connection, claim: &Claim) -> Result<bool> {
     Ok(tx
         .prepare_cached("SELECT 1 FROM jobs WHERE id = ?1 AND in_flight = ?2")?
         .exists(params![claim.job.get() as i64, claim.token as i64])?)
 }
 
-pub(super) fn renew(tx: &Transaction<'_>, claim: &Claim) -> Result<bool> {
+pub(super) fn renew(tx: &Connection, claim: &Claim) -> Result<bool> {
     is_current(tx, claim)
 }
 
 /// Ends the claim on job `id`: it waits for `retry_at` or is ready again; an ended job enters
 /// the eviction order as its most recently touched.
 fn end_claim(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     c: &mut Counters,
     id: i64,
     retry_at: Option<i64>,
@@ -226,7 +223,7 @@ fn end_claim(
 }
 
 pub(super) fn complete(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     c: &mut Counters,
     claim: &Claim,
     result: TargetState,
@@ -306,7 +303,7 @@ pub(super) fn complete(
 }
 
 pub(super) fn retry_later(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     c: &mut Counters,
     claim: &Claim,
     busy_since: Timestamp,
@@ -324,7 +321,7 @@ pub(super) fn retry_later(
 }
 
 pub(super) fn release(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     c: &mut Counters,
     claim: &Claim,
     now: Timestamp,
@@ -337,7 +334,7 @@ pub(super) fn release(
 }
 
 /// Frees every claim out (their holder is gone), in submit order; returns the live jobs.
-pub(super) fn recover(tx: &Transaction<'_>, c: &mut Counters, now: Timestamp) -> Result<usize> {
+pub(super) fn recover(tx: &Connection, c: &mut Counters, now: Timestamp) -> Result<usize> {
     let held: Vec<(i64, Option<i64>)> = tx
         .prepare_cached("SELECT id, retry_at FROM jobs WHERE in_flight IS NOT NULL ORDER BY id")?
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
@@ -348,7 +345,7 @@ pub(super) fn recover(tx: &Transaction<'_>, c: &mut Counters, now: Timestamp) ->
     live_jobs(tx)
 }
 
-pub(super) fn next_wakeup(tx: &Transaction<'_>) -> Result<Option<Timestamp>> {
+pub(super) fn next_wakeup(tx: &Connection) -> Result<Option<Timestamp>> {
     let sql = format!(
         "SELECT MIN(retry_at) FROM jobs
          WHERE {LIVE} AND in_flight IS NULL AND next < total AND retry_at IS NOT NULL"
@@ -358,7 +355,7 @@ pub(super) fn next_wakeup(tx: &Transaction<'_>) -> Result<Option<Timestamp>> {
 }
 
 /// The job's row if it belongs to `caller`: (status, created, updated).
-fn own_job(tx: &Transaction<'_>, id: JobId, caller: &Caller) -> Result<Option<(String, i64, i64)>> {
+fn own_job(tx: &Connection, id: JobId, caller: &Caller) -> Result<Option<(String, i64, i64)>> {
     Ok(tx
         .prepare_cached("SELECT status, created, updated FROM jobs WHERE id = ?1 AND caller = ?2")?
         .query_row(params![id.get() as i64, caller.as_str()], |row| {
@@ -367,7 +364,7 @@ fn own_job(tx: &Transaction<'_>, id: JobId, caller: &Caller) -> Result<Option<(S
         .optional()?)
 }
 
-pub(super) fn status(tx: &Transaction<'_>, id: JobId, caller: &Caller) -> Result<Option<Job>> {
+pub(super) fn status(tx: &Connection, id: JobId, caller: &Caller) -> Result<Option<Job>> {
     let Some((status, created, updated)) = own_job(tx, id, caller)? else {
         return Ok(None);
     };
@@ -403,7 +400,7 @@ pub(super) fn status(tx: &Transaction<'_>, id: JobId, caller: &Caller) -> Result
 }
 
 pub(super) fn touch(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     c: &mut Counters,
     id: JobId,
     caller: &Caller,
@@ -419,7 +416,7 @@ pub(super) fn touch(
 }
 
 pub(super) fn cancel(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     c: &mut Counters,
     id: JobId,
     caller: &Caller,
@@ -448,11 +445,7 @@ pub(super) fn cancel(
     }))
 }
 
-pub(super) fn evict_oldest(
-    tx: &Transaction<'_>,
-    c: &mut Counters,
-    max_bytes: u64,
-) -> Result<Evicted> {
+pub(super) fn evict_oldest(tx: &Connection, c: &mut Counters, max_bytes: u64) -> Result<Evicted> {
     let mut evicted = Evicted::default();
     let mut bytes = c.bytes();
     let oldest_sql = "SELECT id, bytes FROM jobs

@@ -20,6 +20,26 @@ pub enum BuildError {
         /// The `max` asked for.
         max: usize,
     },
+    /// `max` was above [`MAX_WORKERS`](crate::MAX_WORKERS): more threads than one pool
+    /// runs (each worker is an OS thread with its own stack).
+    #[error("`max` ({max}) is above the largest pool size ({limit})")]
+    TooManyWorkers {
+        /// The `max` asked for.
+        max: usize,
+        /// [`MAX_WORKERS`](crate::MAX_WORKERS).
+        limit: usize,
+    },
+    /// `max + max / 2 + submit_buffer`, the most unfinished tasks the pool may hold (rule 2),
+    /// does not fit in a `usize`.
+    #[error("`submit_buffer` ({submit_buffer}) is too large: at most {largest} with `max` = {max}")]
+    SubmitBufferTooLarge {
+        /// The `submit_buffer` asked for.
+        submit_buffer: usize,
+        /// The `max` asked for.
+        max: usize,
+        /// The largest `submit_buffer` this `max` allows.
+        largest: usize,
+    },
 }
 
 /// [`Pool::submit`](crate::Pool::submit) was refused because the pool is closing; the task

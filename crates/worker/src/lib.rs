@@ -10,7 +10,7 @@ mod sync;
 #[cfg(test)]
 mod tests;
 
-pub use builder::{Builder, DEFAULT_SUBMIT_BUFFER};
+pub use builder::{Builder, DEFAULT_SUBMIT_BUFFER, MAX_WORKERS};
 pub use error::{
     BuildError, CloseError, JoinError, SubmitError, SubmitTimeoutError, TrySubmitError,
 };

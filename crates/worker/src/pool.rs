@@ -52,7 +52,9 @@ impl Pool {
     ///
     /// # Errors
     ///
-    /// [`BuildError::ZeroMax`] when `max == 0`; [`BuildError::MinAboveMax`] when `min > max`.
+    /// [`BuildError::ZeroMax`] when `max == 0`; [`BuildError::MinAboveMax`] when `min > max`;
+    /// [`BuildError::TooManyWorkers`] when `max >` [`MAX_WORKERS`](crate::MAX_WORKERS) (see
+    /// [`Builder::build`]).
     ///
     /// # Examples
     ///
@@ -63,6 +65,7 @@ impl Pool {
     /// assert_eq!(pool.workers(), 2);
     /// assert_eq!(Pool::new(0, 0).unwrap_err(), BuildError::ZeroMax);
     /// assert_eq!(Pool::new(3, 2).unwrap_err(), BuildError::MinAboveMax { min: 3, max: 2 });
+    /// assert!(matches!(Pool::new(usize::MAX, usize::MAX), Err(BuildError::TooManyWorkers { .. })));
     /// # Ok::<(), BuildError>(())
     /// ```
     pub fn new(min: usize, max: usize) -> Result<Self, BuildError> {

@@ -151,6 +151,20 @@ pub enum CloseError {
     FromWorker,
 }
 
+/// Why [`Pool::join`](crate::Pool::join) or [`Pool::join_timeout`](crate::Pool::join_timeout)
+/// returned before every accepted task had run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoolJoinError {
+    /// Called from inside one of the pool's own tasks: waiting there would wait for the
+    /// calling task itself, a deadlock. Nothing else happened (the pool is not closed).
+    #[error("join called from inside one of the pool's own tasks; it cannot wait for itself")]
+    FromWorker,
+    /// `join_timeout` only: accepted tasks were still queued or running at the timeout.
+    #[error("accepted tasks were still queued or running at the timeout")]
+    Timeout,
+}
+
 /// Why [`TaskHandle::join`](crate::TaskHandle::join) has no value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -162,4 +176,47 @@ pub enum JoinError {
     /// task was never accepted (and never ran).
     #[error("the pool was closed before the task was accepted")]
     Closed,
+}
+
+/// Why [`TaskHandle::join_timeout`](crate::TaskHandle::join_timeout) has no value.
+#[derive(thiserror::Error)]
+pub enum JoinTimeoutError<T> {
+    /// The task had not finished at the timeout; the handle comes back, to wait again or to
+    /// drop (the task runs on either way).
+    #[error("the task had not finished at the timeout")]
+    Timeout(crate::TaskHandle<T>),
+    /// The task finished without a value, as [`TaskHandle::join`](crate::TaskHandle::join)
+    /// reports it.
+    #[error(transparent)]
+    Join(JoinError),
+}
+
+impl<T> JoinTimeoutError<T> {
+    /// True for [`JoinTimeoutError::Timeout`].
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Timeout(_))
+    }
+
+    /// The handle of a task that had not finished, for [`JoinTimeoutError::Timeout`].
+    pub fn into_handle(self) -> Option<crate::TaskHandle<T>> {
+        match self {
+            Self::Timeout(handle) => Some(handle),
+            Self::Join(_) => None,
+        }
+    }
+}
+
+impl<T> From<JoinError> for JoinTimeoutError<T> {
+    fn from(error: JoinError) -> Self {
+        Self::Join(error)
+    }
+}
+
+impl<T> fmt::Debug for JoinTimeoutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Timeout(handle) => f.debug_tuple("Timeout").field(handle).finish(),
+            Self::Join(error) => f.debug_tuple("Join").field(error).finish(),
+        }
+    }
 }

@@ -12,7 +12,8 @@ mod tests;
 
 pub use builder::{Builder, DEFAULT_SUBMIT_BUFFER, MAX_WORKERS};
 pub use error::{
-    BuildError, CloseError, JoinError, SubmitError, SubmitTimeoutError, TrySubmitError,
+    BuildError, CloseError, JoinError, JoinTimeoutError, PoolJoinError, SubmitError,
+    SubmitTimeoutError, TrySubmitError,
 };
 pub use handle::TaskHandle;
 pub use panicguard::Panic;

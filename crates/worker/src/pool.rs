@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use crate::core::{Rejected, Shared, Task, Wait};
 use crate::sync::Arc;
 use crate::{
-    BuildError, Builder, CloseError, JoinError, SubmitError, SubmitTimeoutError, TaskHandle,
-    TrySubmitError,
+    BuildError, Builder, CloseError, JoinError, PoolJoinError, SubmitError, SubmitTimeoutError,
+    TaskHandle, TrySubmitError,
 };
 
 /// An elastic pool of OS threads running `FnOnce() + Send + 'static` tasks.
@@ -231,6 +231,94 @@ impl Pool {
         }
         self.shared.close();
         Ok(())
+    }
+
+    /// Waits until every accepted task has run, without closing: the pool stays open and
+    /// keeps its workers (the `join` of the `threadpool` crate).
+    ///
+    /// # Guarantees
+    ///
+    /// - When it returns `Ok`, every task accepted before the call has finished, and there
+    ///   was a moment, after the call, when no accepted task was queued or running.
+    /// - Tasks accepted while it waits count too: it returns at the first moment the pool
+    ///   has run out of accepted work, so submitters that never let the pool go empty keep
+    ///   it waiting (bound that with [`Pool::join_timeout`], or stop them first).
+    /// - Several threads may join at once; each returns at the same first empty moment.
+    /// - Tasks that are queued with no worker to take them (the OS refused every thread)
+    ///   are run by the joining thread, as [`Pool::close`] does.
+    ///
+    /// # Errors
+    ///
+    /// [`PoolJoinError::FromWorker`] when called from inside one of this pool's own tasks:
+    /// that task is itself accepted and unfinished, so the wait could never end. The pool is
+    /// left as it was.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let pool = worker::Pool::new(0, 2)?;
+    /// let ran = Arc::new(AtomicUsize::new(0));
+    /// for round in 1..=3 {
+    ///     for _ in 0..10 {
+    ///         let ran = Arc::clone(&ran);
+    ///         pool.submit(move || { ran.fetch_add(1, Ordering::Relaxed); })?;
+    ///     }
+    ///     pool.join()?; // a batch is done; the pool stays open for the next one
+    ///     assert_eq!(ran.load(Ordering::Relaxed), 10 * round);
+    /// }
+    /// pool.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join(&self) -> Result<(), PoolJoinError> {
+        if self.shared.on_own_worker() {
+            return Err(PoolJoinError::FromWorker);
+        }
+        self.shared.join(None);
+        Ok(())
+    }
+
+    /// Like [`Pool::join`], waiting at most `timeout`.
+    ///
+    /// # Guarantees
+    ///
+    /// Those of [`Pool::join`] when it returns `Ok`. On [`PoolJoinError::Timeout`] nothing
+    /// changed: the tasks go on running, and a later `join` waits for them again.
+    ///
+    /// # Errors
+    ///
+    /// - [`PoolJoinError::Timeout`] when accepted tasks were still queued or running at the
+    ///   timeout.
+    /// - [`PoolJoinError::FromWorker`] when called from inside one of this pool's own tasks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use worker::PoolJoinError;
+    ///
+    /// let pool = worker::Pool::new(1, 1)?;
+    /// let (release, gate) = std::sync::mpsc::channel::<()>();
+    /// pool.submit(move || gate.recv().unwrap())?;
+    /// assert_eq!(pool.join_timeout(Duration::from_millis(10)), Err(PoolJoinError::Timeout));
+    /// release.send(())?;
+    /// pool.join_timeout(Duration::from_secs(60))?;
+    /// assert_eq!(pool.completed(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join_timeout(&self, timeout: Duration) -> Result<(), PoolJoinError> {
+        if self.shared.on_own_worker() {
+            return Err(PoolJoinError::FromWorker);
+        }
+        // A timeout too large for `Instant` waits like `join`.
+        let deadline = Instant::now().checked_add(timeout);
+        if self.shared.join(deadline) {
+            Ok(())
+        } else {
+            Err(PoolJoinError::Timeout)
+        }
     }
 
     /// Live workers, including ones being started.

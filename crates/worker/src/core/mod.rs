@@ -56,6 +56,13 @@
 //! 5. once `closing` is set, nothing is pushed again: acceptance checks `closing` under the
 //!    lock, so every task is either rejected with `Closed` or queued before `close` starts
 //!    waiting, and workers only exit while closing once the queue is empty.
+//! 6. a joiner (`Pool::join`) never sleeps through the moment the pool runs out of work:
+//!    it checks `out_of_work()` and starts waiting on `done` in one critical section
+//!    (counted in `joiners`), and the finish that leaves nothing queued or running bumps
+//!    `emptied` and notifies `done` in its own critical section when `joiners > 0`. A joiner
+//!    returns once `emptied` moved past the value it arrived with, so it also returns when
+//!    new tasks were accepted right after that moment (why: else a steady submitter could
+//!    make a joiner that was woken go back to sleep).
 //!
 //! # Locks
 //!
@@ -68,15 +75,16 @@
 //!   will take that room, so a second notification would only cost a syscall); closing
 //!   notifies all. Before blocking, a submitter spins (lock
 //!   released) while a few tasks finish, watching `finished_hint`.
-//! - `done`: closers, woken when the last worker leaves or a join round finishes.
+//! - `done`: closers, woken when the last worker leaves or a join round finishes; joiners,
+//!   woken when the pool runs out of work (invariant 6).
 //!
 //! # After the lock is dropped
 //!
 //! Tasks run, threads are spawned and joined, and `tracing` logs only outside the lock.
 //! Condvars are notified after unlocking (a notification that needs a decision made under
 //! the lock is recorded there first, as the `wakeups` token), except that a worker finishing
-//! a task notifies `room` with the lock held, because it goes straight on to pop its next
-//! task under that same lock. Nothing outside the lock reads `State`; spinners
+//! a task notifies `room` (and `done`, for joiners) with the lock held, because it goes
+//! straight on to pop its next task under that same lock. Nothing outside the lock reads `State`; spinners
 //! read two atomic copies (`token_hint`, `finished_hint`) written under it, as hints only:
 //! every decision is re-made under the lock.
 
@@ -176,6 +184,11 @@ struct State {
     room_signals: usize,
     /// Threads taken out of `threads` and being joined (by a closer or a spawner).
     joining: usize,
+    /// Callers of `Pool::join` waiting on `done`.
+    joiners: usize,
+    /// How often the pool ran out of accepted work (queue empty, nothing running) while
+    /// `joiners > 0`: a joiner returns once this moves past the value it saw on arrival.
+    emptied: u64,
     finished: u64,
     next_worker_id: usize,
     threads: Vec<ThreadSlot>,
@@ -249,6 +262,7 @@ impl State {
             queued: self.queue.len(),
             spawning: self.spawning,
             blocked_submitters: self.blocked_submitters,
+            joiners: self.joiners,
             finished: self.finished,
             closing: self.closing,
         }
@@ -264,6 +278,11 @@ impl State {
     fn drained(&self) -> bool {
         self.workers == 0 && self.spawning == 0
     }
+
+    /// Every accepted task has finished: none queued, none running.
+    fn out_of_work(&self) -> bool {
+        self.queue.is_empty() && self.running == 0
+    }
 }
 
 /// A point-in-time copy of the counters, for the facade and for tests.
@@ -276,6 +295,7 @@ pub(crate) struct Counters {
     pub(crate) queued: usize,
     pub(crate) spawning: usize,
     pub(crate) blocked_submitters: usize,
+    pub(crate) joiners: usize,
     pub(crate) finished: u64,
     pub(crate) closing: bool,
 }
@@ -358,6 +378,8 @@ impl Shared {
                 blocked_submitters: 0,
                 room_signals: 0,
                 joining: 0,
+                joiners: 0,
+                emptied: 0,
                 finished: 0,
                 next_worker_id: 0,
                 threads: Vec::new(),
@@ -500,16 +522,7 @@ impl Shared {
             if let Some(task) = state.queue.pop_front() {
                 // No worker is left to run it (the OS refused them all): the closing thread
                 // stands in as a worker for it, so nothing accepted is lost.
-                state.workers += 1;
-                state.running += 1;
-                self.unlock_checked(state);
-                worker::run_task(task);
-                state = lock(&self.state);
-                state.running -= 1;
-                state.workers -= 1;
-                state.finished += 1;
-                self.finished_hint
-                    .store(state.finished as usize, Ordering::Release);
+                state = self.stand_in(state, task);
                 continue;
             }
             let handles: Vec<_> = state
@@ -530,6 +543,80 @@ impl Shared {
             state = lock(&self.state);
             state.joining -= 1;
             self.done.notify_all();
+        }
+    }
+
+    /// Runs `task`, just popped, on the calling thread, counted as a worker while it runs:
+    /// for a closer or joiner that finds tasks queued and no worker left to take them.
+    fn stand_in<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        task: Task,
+    ) -> MutexGuard<'a, State> {
+        state.workers += 1;
+        state.running += 1;
+        self.unlock_checked(state);
+        worker::run_task(task);
+        let mut state = lock(&self.state);
+        self.record_finish(&mut state);
+        state.workers -= 1;
+        state.check(&self.config);
+        state
+    }
+
+    /// Records a finished task (`running -= 1`), hands its room to one blocked submitter,
+    /// and ends a join round when that was the last accepted task.
+    ///
+    /// Notifies with the lock held: the caller goes straight on under this lock (a worker
+    /// pops its next task), so there is no unlock to notify after.
+    fn record_finish(&self, state: &mut State) {
+        state.running -= 1;
+        state.finished += 1;
+        self.finished_hint
+            .store(state.finished as usize, Ordering::Release);
+        if state.blocked_submitters > state.room_signals {
+            state.room_signals += 1;
+            self.room.notify_one();
+        }
+        if state.joiners > 0 && state.out_of_work() {
+            state.emptied += 1;
+            self.done.notify_all();
+        }
+    }
+
+    /// Waits until every accepted task has finished (a moment with nothing queued and
+    /// nothing running), or until `deadline`; `false` when the deadline passed first. The
+    /// caller has checked it is not one of this pool's workers.
+    pub(crate) fn join(&self, deadline: Option<Instant>) -> bool {
+        let mut state = lock(&self.state);
+        let arrived = state.emptied;
+        loop {
+            if state.out_of_work() || state.emptied != arrived {
+                return true;
+            }
+            if state.drained()
+                && let Some(task) = state.queue.pop_front()
+            {
+                // Tasks wait with no worker to take them (the OS refused them all): run
+                // them here, as `close` would, rather than wait for a worker that may never
+                // come.
+                state = self.stand_in(state, task);
+                continue;
+            }
+            state.joiners += 1;
+            self.changed();
+            match deadline {
+                None => state = wait(&self.done, state),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        state.joiners -= 1;
+                        return false;
+                    }
+                    state = wait_timeout(&self.done, state, deadline - now).0;
+                }
+            }
+            state.joiners -= 1;
         }
     }
 

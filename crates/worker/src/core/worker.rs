@@ -62,7 +62,7 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
             run_task(task);
             guard.in_task = false;
             state = lock(&shared.state);
-            finish_task(&shared, &mut state);
+            shared.record_finish(&mut state);
             continue;
         }
         if state.closing {
@@ -83,19 +83,6 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
     }
     guard.armed = false;
     leave(&shared, state, id);
-}
-
-/// Records a finished task and hands its room to one blocked submitter.
-fn finish_task(shared: &Shared, state: &mut MutexGuard<'_, State>) {
-    state.running -= 1;
-    state.finished += 1;
-    shared
-        .finished_hint
-        .store(state.finished as usize, Ordering::Release);
-    if state.blocked_submitters > state.room_signals {
-        state.room_signals += 1;
-        shared.room.notify_one();
-    }
 }
 
 /// Waits as an idle worker until claimed, closing, or (with `keep_alive`) idle too long.
@@ -186,7 +173,7 @@ impl Drop for DeathGuard<'_> {
         let shared = self.shared;
         let mut state = lock(&shared.state);
         if self.in_task {
-            finish_task(shared, &mut state);
+            shared.record_finish(&mut state);
         }
         let replacement = (!state.queue.is_empty()).then(|| state.reserve_worker());
         leave(shared, state, self.id);

@@ -31,9 +31,13 @@
 //! one. `spinning` counts the idle workers still spinning, which need no notification; a
 //! submit notifies `work` only when `wakeups > spinning`, and a spinner re-checks the tokens
 //! under the lock before it sleeps. A worker whose task panicked is still Running until it
-//! re-takes the lock: the panic was caught. A worker thread that dies outside a task leaves
-//! through `worker::DeathGuard`, which undoes its counts and starts a replacement if tasks
-//! wait.
+//! re-takes the lock: the panic was caught. Whether a thread spins at all, and for how
+//! long, is decided under the lock by the rules in [`spin`] (a CPU to spare, yields only
+//! while they come back at once, spinning only while it pays); `spinning_submitters`, the
+//! two spin credits and the yield pause are `State` fields like the rest. They only decide
+//! how long a thread waits before it blocks, so no invariant below depends on them. A
+//! worker thread that dies outside a task leaves through `worker::DeathGuard`, which undoes
+//! its counts and starts a replacement if tasks wait.
 //!
 //! # Invariants (checked by `State::check` after every transition)
 //!
@@ -89,6 +93,7 @@
 //! every decision is re-made under the lock.
 
 mod spawn;
+mod spin;
 mod worker;
 
 #[cfg(all(test, not(loom)))]
@@ -174,6 +179,13 @@ struct State {
     wakeups: usize,
     /// Idle workers spinning (lock released) before they sleep; they need no notification.
     spinning: usize,
+    /// Submitters spinning (lock released) for room before they block.
+    spinning_submitters: usize,
+    /// Whether idle workers' and submitters' spins have paid off lately (see [`spin`]).
+    worker_spins: spin::SpinCredit,
+    submitter_spins: spin::SpinCredit,
+    /// Whether spinners may yield (off for a while after a slow yield, see [`spin`]).
+    yields: spin::Yields,
     running: usize,
     spawning: usize,
     closing: bool,
@@ -274,6 +286,30 @@ impl State {
         self.room_signals = self.room_signals.saturating_sub(1);
     }
 
+    /// Whether a thread of kind `who` may spin now, and how (see [`spin`]).
+    fn spin_plan(
+        &mut self,
+        budget: &spin::Budget,
+        who: Spinner,
+        cpus: usize,
+    ) -> Option<spin::Plan> {
+        let awake = self.running + self.spinning + self.spinning_submitters;
+        let credit = match who {
+            Spinner::Worker => &mut self.worker_spins,
+            Spinner::Submitter => &mut self.submitter_spins,
+        };
+        spin::plan(budget, credit, &mut self.yields, awake, cpus)
+    }
+
+    /// Records how a spin of a thread of kind `who` ended.
+    fn spin_ended(&mut self, who: Spinner, outcome: spin::Outcome) {
+        let credit = match who {
+            Spinner::Worker => &mut self.worker_spins,
+            Spinner::Submitter => &mut self.submitter_spins,
+        };
+        spin::record(credit, &mut self.yields, outcome);
+    }
+
     /// `close` may finish waiting: no worker is left or about to start.
     fn drained(&self) -> bool {
         self.workers == 0 && self.spawning == 0
@@ -283,6 +319,13 @@ impl State {
     fn out_of_work(&self) -> bool {
         self.queue.is_empty() && self.running == 0
     }
+}
+
+/// Who spins: the two kinds keep separate credit (see [`spin`]).
+#[derive(Debug, Clone, Copy)]
+enum Spinner {
+    Worker,
+    Submitter,
 }
 
 /// A point-in-time copy of the counters, for the facade and for tests.
@@ -316,6 +359,8 @@ impl Counters {
 /// The state shared by the facade and every worker thread.
 pub(crate) struct Shared {
     config: Config,
+    /// [`spin::cpus`], read once.
+    cpus: usize,
     state: Mutex<State>,
     work: Condvar,
     room: Condvar,
@@ -372,6 +417,10 @@ impl Shared {
                 idle: 0,
                 wakeups: 0,
                 spinning: 0,
+                spinning_submitters: 0,
+                worker_spins: spin::SpinCredit::new(),
+                submitter_spins: spin::SpinCredit::new(),
+                yields: spin::Yields::default(),
                 running: 0,
                 spawning: 0,
                 closing: false,
@@ -385,6 +434,7 @@ impl Shared {
                 threads: Vec::new(),
             }),
             config,
+            cpus: spin::cpus(),
             work: Condvar::new(),
             room: Condvar::new(),
             done: Condvar::new(),
@@ -441,7 +491,7 @@ impl Shared {
     /// worker is claimed or a new worker is reserved (rule 1).
     pub(crate) fn submit(this: &Arc<Self>, task: Task, wait: Wait) -> Result<(), Rejected> {
         let limit = this.config.max.saturating_add(this.config.capacity);
-        let mut budget = 0;
+        let mut budget = spin::Budget::default();
         let mut state = lock(&this.state);
         loop {
             if state.closing {
@@ -450,22 +500,27 @@ impl Shared {
             if state.queue.len() + state.running < limit {
                 break;
             }
-            if may_spin(wait, budget) {
-                // Wait a little before blocking: a blocked submitter costs every finishing
-                // worker a notification and itself a sleep, per task. Only yields, no busy
-                // spinning: the room comes from workers, which need the CPU more than this
-                // thread does. A submitter that loses the room to another goes on with what
-                // is left of its budget.
+            if let Some(plan) = (may_wait(wait) && budget.left())
+                .then(|| state.spin_plan(&budget, Spinner::Submitter, this.cpus))
+                .flatten()
+            {
+                // Wait a little before blocking: a blocked submitter costs a finishing worker
+                // a notification and itself a sleep and a wake-up, per task. Only with a CPU
+                // to spare (see `spin`): the room comes from the workers. A submitter that
+                // loses the room to another goes on with what is left of its budget.
+                state.spinning_submitters += 1;
                 let finished = state.finished as usize;
                 drop(state);
                 let batch = (limit / 4).clamp(1, ROOM_BATCH_MAX);
-                spin_with(&mut budget, 0, || {
+                let outcome = spin::spin(&mut budget, plan, || {
                     this.finished_hint
                         .load(Ordering::Acquire)
                         .wrapping_sub(finished)
                         >= batch
                 });
                 state = lock(&this.state);
+                state.spinning_submitters -= 1;
+                state.spin_ended(Spinner::Submitter, outcome);
                 continue;
             }
             match wait {
@@ -662,50 +717,13 @@ impl Shared {
 /// the lock, then the submitter's next calls find room at once.
 const ROOM_BATCH_MAX: usize = 64;
 
-/// Whether a submitter that found the pool full should spin (again) before blocking: it may
-/// wait at all, and its spin budget is not spent.
-fn may_spin(wait: Wait, budget: u32) -> bool {
-    let may_wait = match wait {
+/// Whether a submitter that found the pool full may wait at all (and so spin first).
+fn may_wait(wait: Wait) -> bool {
+    match wait {
         Wait::No => false,
         Wait::Forever => true,
         Wait::Until(deadline) => Instant::now() < deadline,
-    };
-    may_wait && budget < SPIN_STEPS
-}
-
-/// Spin steps before a thread blocks: `1 << step` spin hints for the first six steps, then a
-/// `yield_now` each (a few microseconds in all; the yields leave the CPU to the threads that
-/// can make progress when threads outnumber cores). One step under loom: the protocol is the
-/// same, only shorter; one under Miri too, whose scheduler makes spinning pure cost.
-const SPIN_STEPS: u32 = if cfg!(any(all(test, loom), miri)) {
-    1
-} else {
-    10
-};
-
-/// Spins from budget step `*step` on until `done` (returns `true`) or the budget is spent,
-/// leaving `*step` where it stopped so a caller can resume the same budget.
-fn spin_from(step: &mut u32, done: impl Fn() -> bool) -> bool {
-    spin_with(step, 6, done)
-}
-
-/// Like [`spin_from`], with `1 << step` spin hints only for steps below `spins` (and a
-/// `yield_now` for the other steps).
-fn spin_with(step: &mut u32, spins: u32, done: impl Fn() -> bool) -> bool {
-    while *step < SPIN_STEPS {
-        if done() {
-            return true;
-        }
-        if *step < spins {
-            for _ in 0..1u32 << *step {
-                std::hint::spin_loop();
-            }
-        } else {
-            thread::yield_now();
-        }
-        *step += 1;
     }
-    done()
 }
 
 /// Joins worker threads that have left their loop. A worker never panics out of its loop

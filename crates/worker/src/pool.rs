@@ -28,12 +28,36 @@ use crate::{
 ///   admitted them; for two submitters racing, that order is whichever came first).
 /// - **No thread outlives `close`.** Every worker thread has been joined when `close`
 ///   returns `Ok`.
+/// - **Dropping blocks.** Dropping the pool closes it like [`Pool::close`]: the dropping
+///   thread waits until every accepted task has run, however long that takes. In async
+///   code, do not drop a pool (or its last `Arc`) on a runtime thread: that thread would
+///   stop serving every other future meanwhile. Close it where blocking is fine instead,
+///   for example in `tokio::task::spawn_blocking(move || pool.close())`, and await that
+///   (example below); [`Pool::join`] likewise blocks, and a [`TaskHandle`] can be awaited.
 /// - **Not promised:** fairness between blocked submitters (whoever the OS wakes first gets
 ///   the room), or which worker runs a task.
 ///
 /// Cost: one mutex acquisition per submit and one per task on the worker side (finishing a
 /// task and taking the next share one); a condvar notification only when an idle worker is
 /// claimed or a submitter is blocked.
+///
+/// # Examples
+///
+/// In async code, await the tasks' handles, and close the pool on a blocking thread rather
+/// than dropping it on a runtime thread:
+///
+/// ```
+/// let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build()?;
+/// let answer = runtime.block_on(async {
+///     let pool = worker::Pool::new(1, 2)?;
+///     let answer = pool.spawn(|| 6 * 7).await?; // the runtime thread is free meanwhile
+///     // Not `drop(pool)` here: that would block this runtime thread until every task ran.
+///     tokio::task::spawn_blocking(move || pool.close()).await??;
+///     Ok::<_, Box<dyn std::error::Error + Send + Sync>>(answer)
+/// })?;
+/// assert_eq!(answer, 42);
+/// # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+/// ```
 pub struct Pool {
     shared: Arc<Shared>,
 }
@@ -363,9 +387,11 @@ impl Pool {
 }
 
 impl Drop for Pool {
-    /// Closes the pool like [`Pool::close`]. Dropped from inside one of its own tasks (the
-    /// last `Arc<Pool>` went away there), it only begins closing: the workers drain the
-    /// queue and exit on their own, and their threads are detached rather than joined.
+    /// Closes the pool like [`Pool::close`], so it **blocks** until every accepted task has
+    /// run (see "Dropping blocks" under [`Pool`]'s guarantees, and its async example).
+    /// Dropped from inside one of its own tasks (the last `Arc<Pool>` went away there), it
+    /// only begins closing: the workers drain the queue and exit on their own, and their
+    /// threads are detached rather than joined.
     fn drop(&mut self) {
         if self.close().is_err() {
             tracing::debug!("pool dropped inside its own task; it drains in the background");

@@ -77,8 +77,8 @@
 //! - `room`: submitters blocked on a full pool; a finished task notifies one when
 //!   `blocked_submitters > room_signals` (a submitter already notified and not yet awake
 //!   will take that room, so a second notification would only cost a syscall); closing
-//!   notifies all. Before blocking, a submitter spins (lock
-//!   released) while a few tasks finish, watching `finished_hint`.
+//!   notifies all. Before blocking, a submitter may spin (lock released, when [`spin`]
+//!   allows) while a few tasks finish, watching `finished_hint`.
 //! - `done`: closers, woken when the last worker leaves or a join round finishes; joiners,
 //!   woken when the pool runs out of work (invariant 6).
 //!
@@ -88,9 +88,9 @@
 //! Condvars are notified after unlocking (a notification that needs a decision made under
 //! the lock is recorded there first, as the `wakeups` token), except that a worker finishing
 //! a task notifies `room` (and `done`, for joiners) with the lock held, because it goes
-//! straight on to pop its next task under that same lock. Nothing outside the lock reads `State`; spinners
-//! read two atomic copies (`token_hint`, `finished_hint`) written under it, as hints only:
-//! every decision is re-made under the lock.
+//! straight on to pop its next task under that same lock. Nothing outside the lock reads
+//! `State`; spinners read two atomic copies (`token_hint`, `finished_hint`) written under
+//! it, as hints only: every decision is re-made under the lock.
 
 mod spawn;
 mod spin;
@@ -611,7 +611,11 @@ impl Shared {
         state.workers += 1;
         state.running += 1;
         self.unlock_checked(state);
+        // While it runs, this thread counts as one of the pool's workers: the task's own
+        // `close` or `join` must get `FromWorker`, not wait for the task itself.
+        let outer = CURRENT_POOL.with(|current| current.replace(self.id()));
         worker::run_task(task);
+        CURRENT_POOL.with(|current| current.set(outer));
         let mut state = lock(&self.state);
         self.record_finish(&mut state);
         state.workers -= 1;

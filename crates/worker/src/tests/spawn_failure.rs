@@ -87,3 +87,25 @@ fn join_runs_tasks_no_worker_could_take() {
     assert_eq!(pool.spawn(|| 2).join(), Ok(2));
     pool.close().unwrap();
 }
+
+#[test]
+fn a_task_run_by_a_joiner_cannot_wait_for_itself() {
+    let pool = Arc::new(Pool::new(0, 1).unwrap());
+    refuse(&pool, usize::MAX);
+    let inner = Arc::clone(&pool);
+    let (sent, seen) = std::sync::mpsc::channel();
+    pool.submit(move || {
+        sent.send((inner.join(), inner.close())).unwrap();
+    })
+    .unwrap();
+    pool.join().unwrap(); // runs the task here: no worker could start
+    assert_eq!(
+        seen.recv().unwrap(),
+        (
+            Err(crate::PoolJoinError::FromWorker),
+            Err(crate::CloseError::FromWorker)
+        )
+    );
+    assert!(!pool.shared().on_own_worker(), "the joiner is itself again");
+    pool.close().unwrap();
+}

@@ -267,7 +267,8 @@ impl Pool {
     /// - Tasks accepted while it waits count too: it returns at the first moment the pool
     ///   has run out of accepted work, so submitters that never let the pool go empty keep
     ///   it waiting (bound that with [`Pool::join_timeout`], or stop them first).
-    /// - Several threads may join at once; each returns at the same first empty moment.
+    /// - Several threads may join at once; each returns at the first empty moment after its
+    ///   own call (joiners waiting together return together).
     /// - Tasks that are queued with no worker to take them (the OS refused every thread)
     ///   are run by the joining thread, as [`Pool::close`] does.
     ///

@@ -6,7 +6,8 @@
 //! a sleep and a wake-up per task). A spin pays only while the thread it waits for runs; on
 //! a machine with no CPU to spare it takes the CPU from exactly that thread, or, when it
 //! yields, hands it to another process for a whole time slice. A spin is up to
-//! [`PAUSE_ROUNDS`] rounds of `1 << round` spin hints (about 1-4 µs in all), then up to
+//! [`PAUSE_ROUNDS`] rounds of `1 << round` spin hints (127 in all: from under a microsecond
+//! to a few, depending on the CPU's pause instruction), then up to
 //! [`YIELD_ROUNDS`] `yield_now`s, then the thread blocks on its condvar. Decided under the
 //! pool's lock, before each spin:
 //!

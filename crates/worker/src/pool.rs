@@ -89,7 +89,8 @@ impl Pool {
     /// assert_eq!(pool.workers(), 2);
     /// assert_eq!(Pool::new(0, 0).unwrap_err(), BuildError::ZeroMax);
     /// assert_eq!(Pool::new(3, 2).unwrap_err(), BuildError::MinAboveMax { min: 3, max: 2 });
-    /// assert!(matches!(Pool::new(usize::MAX, usize::MAX), Err(BuildError::TooManyWorkers { .. })));
+    /// let too_many = Pool::new(usize::MAX, usize::MAX).unwrap_err();
+    /// assert!(matches!(too_many, BuildError::TooManyWorkers { .. }));
     /// # Ok::<(), BuildError>(())
     /// ```
     pub fn new(min: usize, max: usize) -> Result<Self, BuildError> {

@@ -8,6 +8,13 @@ use crate::{BuildError, Pool};
 /// The default [`Builder::submit_buffer`].
 pub const DEFAULT_SUBMIT_BUFFER: usize = 128;
 
+/// The largest `max` a pool accepts ([`BuildError::TooManyWorkers`] above it).
+///
+/// Every worker is an OS thread with its own stack (2 MiB of address space by default), and
+/// a pool this large is already far past the point where more threads add throughput on any
+/// machine; a larger `max` is far more likely a unit mix-up than a plan.
+pub const MAX_WORKERS: usize = 1024;
+
 /// Settings for a [`Pool`]; made by [`Pool::builder`].
 ///
 /// # Examples
@@ -84,6 +91,24 @@ impl Builder {
     ///
     /// - [`BuildError::ZeroMax`] when `max == 0`.
     /// - [`BuildError::MinAboveMax`] when `min > max`.
+    /// - [`BuildError::TooManyWorkers`] when `max > MAX_WORKERS`.
+    /// - [`BuildError::SubmitBufferTooLarge`] when `max + max / 2 + submit_buffer` overflows
+    ///   a `usize`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use worker::{BuildError, MAX_WORKERS, Pool};
+    ///
+    /// assert_eq!(
+    ///     Pool::builder(0, MAX_WORKERS + 1).build().unwrap_err(),
+    ///     BuildError::TooManyWorkers { max: MAX_WORKERS + 1, limit: MAX_WORKERS },
+    /// );
+    /// let too_large = Pool::builder(1, 4).submit_buffer(usize::MAX).build().unwrap_err();
+    /// let BuildError::SubmitBufferTooLarge { largest, .. } = too_large else { unreachable!() };
+    /// assert_eq!(largest, usize::MAX - 4 - 4 / 2); // `max + max/2 + submit_buffer` must fit
+    /// # Ok::<(), BuildError>(())
+    /// ```
     ///
     /// A worker thread the OS refuses to start is logged, not an error (rule 1): the pool
     /// starts with fewer workers and grows again on demand.
@@ -97,10 +122,26 @@ impl Builder {
                 max: self.max,
             });
         }
+        if self.max > MAX_WORKERS {
+            return Err(BuildError::TooManyWorkers {
+                max: self.max,
+                limit: MAX_WORKERS,
+            });
+        }
+        // With `max <= MAX_WORKERS` only the buffer can overflow the unfinished-task limit,
+        // `max + capacity`, which the core computes on every submit.
+        let largest = usize::MAX - self.max - self.max / 2;
+        if self.submit_buffer > largest {
+            return Err(BuildError::SubmitBufferTooLarge {
+                submit_buffer: self.submit_buffer,
+                max: self.max,
+                largest,
+            });
+        }
         let config = Config {
             min: self.min,
             max: self.max,
-            capacity: (self.max / 2).saturating_add(self.submit_buffer),
+            capacity: self.max / 2 + self.submit_buffer,
             keep_alive: self.keep_alive,
             thread_name: self.thread_name,
         };

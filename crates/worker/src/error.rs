@@ -20,6 +20,26 @@ pub enum BuildError {
         /// The `max` asked for.
         max: usize,
     },
+    /// `max` was above [`MAX_WORKERS`](crate::MAX_WORKERS): more threads than one pool
+    /// runs (each worker is an OS thread with its own stack).
+    #[error("`max` ({max}) is above the largest pool size ({limit})")]
+    TooManyWorkers {
+        /// The `max` asked for.
+        max: usize,
+        /// [`MAX_WORKERS`](crate::MAX_WORKERS).
+        limit: usize,
+    },
+    /// `max + max / 2 + submit_buffer`, the most unfinished tasks the pool may hold (rule 2),
+    /// does not fit in a `usize`.
+    #[error("`submit_buffer` ({submit_buffer}) is too large: at most {largest} with `max` = {max}")]
+    SubmitBufferTooLarge {
+        /// The `submit_buffer` asked for.
+        submit_buffer: usize,
+        /// The `max` asked for.
+        max: usize,
+        /// The largest `submit_buffer` this `max` allows.
+        largest: usize,
+    },
 }
 
 /// [`Pool::submit`](crate::Pool::submit) was refused because the pool is closing; the task
@@ -131,6 +151,20 @@ pub enum CloseError {
     FromWorker,
 }
 
+/// Why [`Pool::join`](crate::Pool::join) or [`Pool::join_timeout`](crate::Pool::join_timeout)
+/// returned before every accepted task had run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoolJoinError {
+    /// Called from inside one of the pool's own tasks: waiting there would wait for the
+    /// calling task itself, a deadlock. Nothing else happened (the pool is not closed).
+    #[error("join called from inside one of the pool's own tasks; it cannot wait for itself")]
+    FromWorker,
+    /// `join_timeout` only: accepted tasks were still queued or running at the timeout.
+    #[error("accepted tasks were still queued or running at the timeout")]
+    Timeout,
+}
+
 /// Why [`TaskHandle::join`](crate::TaskHandle::join) has no value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -142,4 +176,47 @@ pub enum JoinError {
     /// task was never accepted (and never ran).
     #[error("the pool was closed before the task was accepted")]
     Closed,
+}
+
+/// Why [`TaskHandle::join_timeout`](crate::TaskHandle::join_timeout) has no value.
+#[derive(thiserror::Error)]
+pub enum JoinTimeoutError<T> {
+    /// The task had not finished at the timeout; the handle comes back, to wait again or to
+    /// drop (the task runs on either way).
+    #[error("the task had not finished at the timeout")]
+    Timeout(crate::TaskHandle<T>),
+    /// The task finished without a value, as [`TaskHandle::join`](crate::TaskHandle::join)
+    /// reports it.
+    #[error(transparent)]
+    Join(JoinError),
+}
+
+impl<T> JoinTimeoutError<T> {
+    /// True for [`JoinTimeoutError::Timeout`].
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Self::Timeout(_))
+    }
+
+    /// The handle of a task that had not finished, for [`JoinTimeoutError::Timeout`].
+    pub fn into_handle(self) -> Option<crate::TaskHandle<T>> {
+        match self {
+            Self::Timeout(handle) => Some(handle),
+            Self::Join(_) => None,
+        }
+    }
+}
+
+impl<T> From<JoinError> for JoinTimeoutError<T> {
+    fn from(error: JoinError) -> Self {
+        Self::Join(error)
+    }
+}
+
+impl<T> fmt::Debug for JoinTimeoutError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Timeout(handle) => f.debug_tuple("Timeout").field(handle).finish(),
+            Self::Join(error) => f.debug_tuple("Join").field(error).finish(),
+        }
+    }
 }

@@ -10,9 +10,10 @@ mod sync;
 #[cfg(test)]
 mod tests;
 
-pub use builder::{Builder, DEFAULT_SUBMIT_BUFFER};
+pub use builder::{Builder, DEFAULT_SUBMIT_BUFFER, MAX_WORKERS};
 pub use error::{
-    BuildError, CloseError, JoinError, SubmitError, SubmitTimeoutError, TrySubmitError,
+    BuildError, CloseError, JoinError, JoinTimeoutError, PoolJoinError, SubmitError,
+    SubmitTimeoutError, TrySubmitError,
 };
 pub use handle::TaskHandle;
 pub use panicguard::Panic;

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use crate::core::{Rejected, Shared, Task, Wait};
 use crate::sync::Arc;
 use crate::{
-    BuildError, Builder, CloseError, JoinError, SubmitError, SubmitTimeoutError, TaskHandle,
-    TrySubmitError,
+    BuildError, Builder, CloseError, JoinError, PoolJoinError, SubmitError, SubmitTimeoutError,
+    TaskHandle, TrySubmitError,
 };
 
 /// An elastic pool of OS threads running `FnOnce() + Send + 'static` tasks.
@@ -28,12 +28,36 @@ use crate::{
 ///   admitted them; for two submitters racing, that order is whichever came first).
 /// - **No thread outlives `close`.** Every worker thread has been joined when `close`
 ///   returns `Ok`.
+/// - **Dropping blocks.** Dropping the pool closes it like [`Pool::close`]: the dropping
+///   thread waits until every accepted task has run, however long that takes. In async
+///   code, do not drop a pool (or its last `Arc`) on a runtime thread: that thread would
+///   stop serving every other future meanwhile. Close it where blocking is fine instead,
+///   for example in `tokio::task::spawn_blocking(move || pool.close())`, and await that
+///   (example below); [`Pool::join`] likewise blocks, and a [`TaskHandle`] can be awaited.
 /// - **Not promised:** fairness between blocked submitters (whoever the OS wakes first gets
 ///   the room), or which worker runs a task.
 ///
 /// Cost: one mutex acquisition per submit and one per task on the worker side (finishing a
 /// task and taking the next share one); a condvar notification only when an idle worker is
 /// claimed or a submitter is blocked.
+///
+/// # Examples
+///
+/// In async code, await the tasks' handles, and close the pool on a blocking thread rather
+/// than dropping it on a runtime thread:
+///
+/// ```
+/// let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build()?;
+/// let answer = runtime.block_on(async {
+///     let pool = worker::Pool::new(1, 2)?;
+///     let answer = pool.spawn(|| 6 * 7).await?; // the runtime thread is free meanwhile
+///     // Not `drop(pool)` here: that would block this runtime thread until every task ran.
+///     tokio::task::spawn_blocking(move || pool.close()).await??;
+///     Ok::<_, Box<dyn std::error::Error + Send + Sync>>(answer)
+/// })?;
+/// assert_eq!(answer, 42);
+/// # Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+/// ```
 pub struct Pool {
     shared: Arc<Shared>,
 }
@@ -52,7 +76,9 @@ impl Pool {
     ///
     /// # Errors
     ///
-    /// [`BuildError::ZeroMax`] when `max == 0`; [`BuildError::MinAboveMax`] when `min > max`.
+    /// [`BuildError::ZeroMax`] when `max == 0`; [`BuildError::MinAboveMax`] when `min > max`;
+    /// [`BuildError::TooManyWorkers`] when `max >` [`MAX_WORKERS`](crate::MAX_WORKERS) (see
+    /// [`Builder::build`]).
     ///
     /// # Examples
     ///
@@ -63,6 +89,8 @@ impl Pool {
     /// assert_eq!(pool.workers(), 2);
     /// assert_eq!(Pool::new(0, 0).unwrap_err(), BuildError::ZeroMax);
     /// assert_eq!(Pool::new(3, 2).unwrap_err(), BuildError::MinAboveMax { min: 3, max: 2 });
+    /// let too_many = Pool::new(usize::MAX, usize::MAX).unwrap_err();
+    /// assert!(matches!(too_many, BuildError::TooManyWorkers { .. }));
     /// # Ok::<(), BuildError>(())
     /// ```
     pub fn new(min: usize, max: usize) -> Result<Self, BuildError> {
@@ -230,6 +258,95 @@ impl Pool {
         Ok(())
     }
 
+    /// Waits until every accepted task has run, without closing: the pool stays open and
+    /// keeps its workers (the `join` of the `threadpool` crate).
+    ///
+    /// # Guarantees
+    ///
+    /// - When it returns `Ok`, every task accepted before the call has finished, and there
+    ///   was a moment, after the call, when no accepted task was queued or running.
+    /// - Tasks accepted while it waits count too: it returns at the first moment the pool
+    ///   has run out of accepted work, so submitters that never let the pool go empty keep
+    ///   it waiting (bound that with [`Pool::join_timeout`], or stop them first).
+    /// - Several threads may join at once; each returns at the first empty moment after its
+    ///   own call (joiners waiting together return together).
+    /// - Tasks that are queued with no worker to take them (the OS refused every thread)
+    ///   are run by the joining thread, as [`Pool::close`] does.
+    ///
+    /// # Errors
+    ///
+    /// [`PoolJoinError::FromWorker`] when called from inside one of this pool's own tasks:
+    /// that task is itself accepted and unfinished, so the wait could never end. The pool is
+    /// left as it was.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let pool = worker::Pool::new(0, 2)?;
+    /// let ran = Arc::new(AtomicUsize::new(0));
+    /// for round in 1..=3 {
+    ///     for _ in 0..10 {
+    ///         let ran = Arc::clone(&ran);
+    ///         pool.submit(move || { ran.fetch_add(1, Ordering::Relaxed); })?;
+    ///     }
+    ///     pool.join()?; // a batch is done; the pool stays open for the next one
+    ///     assert_eq!(ran.load(Ordering::Relaxed), 10 * round);
+    /// }
+    /// pool.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join(&self) -> Result<(), PoolJoinError> {
+        if self.shared.on_own_worker() {
+            return Err(PoolJoinError::FromWorker);
+        }
+        self.shared.join(None);
+        Ok(())
+    }
+
+    /// Like [`Pool::join`], waiting at most `timeout`.
+    ///
+    /// # Guarantees
+    ///
+    /// Those of [`Pool::join`] when it returns `Ok`. On [`PoolJoinError::Timeout`] nothing
+    /// changed: the tasks go on running, and a later `join` waits for them again.
+    ///
+    /// # Errors
+    ///
+    /// - [`PoolJoinError::Timeout`] when accepted tasks were still queued or running at the
+    ///   timeout.
+    /// - [`PoolJoinError::FromWorker`] when called from inside one of this pool's own tasks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use worker::PoolJoinError;
+    ///
+    /// let pool = worker::Pool::new(1, 1)?;
+    /// let (release, gate) = std::sync::mpsc::channel::<()>();
+    /// pool.submit(move || gate.recv().unwrap())?;
+    /// assert_eq!(pool.join_timeout(Duration::from_millis(10)), Err(PoolJoinError::Timeout));
+    /// release.send(())?;
+    /// pool.join_timeout(Duration::from_secs(60))?;
+    /// assert_eq!(pool.completed(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join_timeout(&self, timeout: Duration) -> Result<(), PoolJoinError> {
+        if self.shared.on_own_worker() {
+            return Err(PoolJoinError::FromWorker);
+        }
+        // A timeout too large for `Instant` waits like `join`.
+        let deadline = Instant::now().checked_add(timeout);
+        if self.shared.join(deadline) {
+            Ok(())
+        } else {
+            Err(PoolJoinError::Timeout)
+        }
+    }
+
     /// Live workers, including ones being started.
     pub fn workers(&self) -> usize {
         self.shared.counters().workers
@@ -272,9 +389,11 @@ impl Pool {
 }
 
 impl Drop for Pool {
-    /// Closes the pool like [`Pool::close`]. Dropped from inside one of its own tasks (the
-    /// last `Arc<Pool>` went away there), it only begins closing: the workers drain the
-    /// queue and exit on their own, and their threads are detached rather than joined.
+    /// Closes the pool like [`Pool::close`], so it **blocks** until every accepted task has
+    /// run (see "Dropping blocks" under [`Pool`]'s guarantees, and its async example).
+    /// Dropped from inside one of its own tasks (the last `Arc<Pool>` went away there), it
+    /// only begins closing: the workers drain the queue and exit on their own, and their
+    /// threads are detached rather than joined.
     fn drop(&mut self) {
         if self.close().is_err() {
             tracing::debug!("pool dropped inside its own task; it drains in the background");

@@ -38,11 +38,21 @@ fn thread_name_with_nul_blames_the_caller() {
 }
 
 #[test]
-fn huge_submit_buffer_saturates_instead_of_overflowing() {
-    let pool = worker::Pool::builder(0, 2)
-        .submit_buffer(usize::MAX)
-        .build()
-        .unwrap();
-    assert_eq!(pool.capacity(), usize::MAX);
-    assert_eq!(pool.spawn(|| 3).join(), Ok(3));
+fn join_after_awaiting_to_completion_blames_the_caller() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+
+    let pool = worker::Pool::new(1, 1).unwrap();
+    let mut handle = pool.spawn(|| 1);
+    pool.join().unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(std::pin::Pin::new(&mut handle).poll(&mut cx).is_ready());
+    let (message, file) = panic_site(std::panic::AssertUnwindSafe(move || {
+        let _ = handle.join();
+    }));
+    assert_eq!(
+        message,
+        "the TaskHandle's result was already taken by awaiting it"
+    );
+    assert!(file.ends_with("tests/panics.rs"), "blamed {file}");
 }

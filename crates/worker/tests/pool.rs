@@ -22,6 +22,46 @@ fn build_rejects_zero_max_and_min_above_max() {
 }
 
 #[test]
+fn build_rejects_sizes_that_overflow_or_exceed_max_workers() {
+    use worker::MAX_WORKERS;
+    // Once a "capacity overflow" panic while reserving `min` workers.
+    assert_eq!(
+        Pool::new(usize::MAX, usize::MAX).unwrap_err(),
+        BuildError::TooManyWorkers {
+            max: usize::MAX,
+            limit: MAX_WORKERS
+        }
+    );
+    assert_eq!(
+        Pool::new(0, 5_000).unwrap_err(),
+        BuildError::TooManyWorkers {
+            max: 5_000,
+            limit: MAX_WORKERS
+        }
+    );
+    let largest = usize::MAX - MAX_WORKERS - MAX_WORKERS / 2;
+    assert_eq!(
+        Pool::builder(0, MAX_WORKERS)
+            .submit_buffer(largest + 1)
+            .build()
+            .unwrap_err(),
+        BuildError::SubmitBufferTooLarge {
+            submit_buffer: largest + 1,
+            max: MAX_WORKERS,
+            largest
+        }
+    );
+    // The edges themselves are accepted (no worker starts with `min == 0`).
+    let pool = Pool::builder(0, MAX_WORKERS)
+        .submit_buffer(largest)
+        .build()
+        .unwrap();
+    assert_eq!(pool.capacity(), MAX_WORKERS / 2 + largest);
+    assert_eq!(pool.spawn(|| 3).join(), Ok(3));
+    pool.close().unwrap();
+}
+
+#[test]
 fn unbuffered_pool_of_one_has_no_waiting_place() {
     let pool = Pool::builder(0, 1).submit_buffer(0).build().unwrap();
     assert_eq!(pool.capacity(), 0);

@@ -1,11 +1,17 @@
-//! Stress: 8 threads submit many tasks (some panic) while the main thread closes the pool in
-//! the middle. At the end: every accepted task ran exactly once, every rejected one never
-//! ran, the counters are zero, and no worker thread outlives `close`.
+//! Stress, two ways:
+//!
+//! - 8 threads submit many tasks (some panic) while the main thread closes the pool in the
+//!   middle. At the end: every accepted task ran exactly once, every rejected one never ran,
+//!   the counters are zero, and no worker thread outlives `close`.
+//! - A pool with as many workers as CPUs and a small buffer, fed by 4 submitters while twice
+//!   as many background threads as CPUs busy-loop (the loaded machine that starved the
+//!   pool's spinning threads): after `join`, every task ran exactly once and every spawned
+//!   handle holds its result; nothing is timed.
 //!
 //! Shrinks under `TEST_SCALE=small` (TSan, Miri gate steps) and under Miri itself.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Once};
 
 use worker::Pool;
@@ -203,4 +209,126 @@ fn named_threads_alive(prefix: &str) -> Option<usize> {
             .filter(|name| name.starts_with(prefix))
             .count(),
     )
+}
+
+/// Background threads busy-looping until dropped.
+struct BusyLoops {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BusyLoops {
+    fn start(count: usize) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..count)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        Self { stop, threads }
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            thread.join().unwrap();
+        }
+    }
+}
+
+#[test]
+fn busy_loops_beside_the_pool_cost_no_task() {
+    quiet_stress_panics();
+    const LOADED_SUBMITTERS: usize = 4;
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    // Under Miri every thread is interpreted: one busy loop still makes the workers share.
+    let busy = if cfg!(miri) { 1 } else { 2 * cpus };
+    let per_thread = total_tasks() / 2 / LOADED_SUBMITTERS;
+    let total = per_thread * LOADED_SUBMITTERS;
+    let pool = Arc::new(
+        Pool::builder(cpus, cpus)
+            .submit_buffer(8)
+            .thread_name("loaded")
+            .build()
+            .unwrap(),
+    );
+    let runs: Arc<Vec<AtomicU8>> = Arc::new((0..total).map(|_| AtomicU8::new(0)).collect());
+    let loops = BusyLoops::start(busy);
+    let submitters: Vec<_> = (0..LOADED_SUBMITTERS)
+        .map(|t| {
+            let (pool, runs) = (Arc::clone(&pool), Arc::clone(&runs));
+            std::thread::spawn(move || {
+                RNG.with(|state| state.set(0xD1B5_4A32_D192_ED03 ^ (t as u64 + 1)));
+                let mut handles = Vec::new();
+                for id in t * per_thread..(t + 1) * per_thread {
+                    let panics = next_random().is_multiple_of(32);
+                    let runs = Arc::clone(&runs);
+                    let task = move || {
+                        runs[id].fetch_add(1, Ordering::SeqCst);
+                        if panics {
+                            std::panic::panic_any(PANIC_MESSAGE);
+                        }
+                        id
+                    };
+                    // Every way in: the blocking one, the non-blocking one retried by the
+                    // blocking one, a timed one, and `spawn` with a handle to check later.
+                    match next_random() % 4 {
+                        0 => pool
+                            .submit(move || {
+                                task();
+                            })
+                            .unwrap(),
+                        1 => pool
+                            .try_submit(move || {
+                                task();
+                            })
+                            .or_else(|full| pool.submit(full.into_inner()).map_err(drop))
+                            .unwrap(),
+                        2 => pool
+                            .submit_timeout(
+                                move || {
+                                    task();
+                                },
+                                std::time::Duration::from_micros(50),
+                            )
+                            .or_else(|late| pool.submit(late.into_inner()).map_err(drop))
+                            .unwrap(),
+                        _ => handles.push((id, panics, pool.spawn(task))),
+                    }
+                }
+                handles
+            })
+        })
+        .collect();
+    let handles: Vec<_> = submitters
+        .into_iter()
+        .flat_map(|submitter| submitter.join().unwrap())
+        .collect();
+    pool.join().unwrap();
+    // `join` returned: every accepted task ran, exactly once, with the load still on.
+    for (id, ran) in runs.iter().enumerate() {
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "task {id}");
+    }
+    drop(loops);
+    for (id, panicked, handle) in handles {
+        assert!(handle.is_finished(), "task {id} ran before join returned");
+        match handle.join() {
+            Ok(value) => assert!(!panicked && value == id, "task {id}"),
+            Err(worker::JoinError::Panicked(panic)) => {
+                assert!(panicked, "task {id}");
+                assert_eq!(panic.message(), PANIC_MESSAGE);
+            }
+            Err(other) => panic!("task {id}: {other}"),
+        }
+    }
+    assert_eq!(pool.completed(), total as u64);
+    assert_eq!((pool.queued(), pool.running()), (0, 0));
+    pool.close().unwrap();
 }

@@ -31,9 +31,13 @@
 //! one. `spinning` counts the idle workers still spinning, which need no notification; a
 //! submit notifies `work` only when `wakeups > spinning`, and a spinner re-checks the tokens
 //! under the lock before it sleeps. A worker whose task panicked is still Running until it
-//! re-takes the lock: the panic was caught. A worker thread that dies outside a task leaves
-//! through `worker::DeathGuard`, which undoes its counts and starts a replacement if tasks
-//! wait.
+//! re-takes the lock: the panic was caught. Whether a thread spins at all, and for how
+//! long, is decided under the lock by the rules in [`spin`] (a CPU to spare, yields only
+//! while they come back at once, spinning only while it pays); `spinning_submitters`, the
+//! two spin credits and the yield pause are `State` fields like the rest. They only decide
+//! how long a thread waits before it blocks, so no invariant below depends on them. A
+//! worker thread that dies outside a task leaves through `worker::DeathGuard`, which undoes
+//! its counts and starts a replacement if tasks wait.
 //!
 //! # Invariants (checked by `State::check` after every transition)
 //!
@@ -56,6 +60,13 @@
 //! 5. once `closing` is set, nothing is pushed again: acceptance checks `closing` under the
 //!    lock, so every task is either rejected with `Closed` or queued before `close` starts
 //!    waiting, and workers only exit while closing once the queue is empty.
+//! 6. a joiner (`Pool::join`) never sleeps through the moment the pool runs out of work:
+//!    it checks `out_of_work()` and starts waiting on `done` in one critical section
+//!    (counted in `joiners`), and the finish that leaves nothing queued or running bumps
+//!    `emptied` and notifies `done` in its own critical section when `joiners > 0`. A joiner
+//!    returns once `emptied` moved past the value it arrived with, so it also returns when
+//!    new tasks were accepted right after that moment (why: else a steady submitter could
+//!    make a joiner that was woken go back to sleep).
 //!
 //! # Locks
 //!
@@ -66,21 +77,23 @@
 //! - `room`: submitters blocked on a full pool; a finished task notifies one when
 //!   `blocked_submitters > room_signals` (a submitter already notified and not yet awake
 //!   will take that room, so a second notification would only cost a syscall); closing
-//!   notifies all. Before blocking, a submitter spins (lock
-//!   released) while a few tasks finish, watching `finished_hint`.
-//! - `done`: closers, woken when the last worker leaves or a join round finishes.
+//!   notifies all. Before blocking, a submitter may spin (lock released, when [`spin`]
+//!   allows) while a few tasks finish, watching `finished_hint`.
+//! - `done`: closers, woken when the last worker leaves or a join round finishes; joiners,
+//!   woken when the pool runs out of work (invariant 6).
 //!
 //! # After the lock is dropped
 //!
 //! Tasks run, threads are spawned and joined, and `tracing` logs only outside the lock.
 //! Condvars are notified after unlocking (a notification that needs a decision made under
 //! the lock is recorded there first, as the `wakeups` token), except that a worker finishing
-//! a task notifies `room` with the lock held, because it goes straight on to pop its next
-//! task under that same lock. Nothing outside the lock reads `State`; spinners
-//! read two atomic copies (`token_hint`, `finished_hint`) written under it, as hints only:
-//! every decision is re-made under the lock.
+//! a task notifies `room` (and `done`, for joiners) with the lock held, because it goes
+//! straight on to pop its next task under that same lock. Nothing outside the lock reads
+//! `State`; spinners read two atomic copies (`token_hint`, `finished_hint`) written under
+//! it, as hints only: every decision is re-made under the lock.
 
 mod spawn;
+mod spin;
 mod worker;
 
 #[cfg(all(test, not(loom)))]
@@ -166,6 +179,13 @@ struct State {
     wakeups: usize,
     /// Idle workers spinning (lock released) before they sleep; they need no notification.
     spinning: usize,
+    /// Submitters spinning (lock released) for room before they block.
+    spinning_submitters: usize,
+    /// Whether idle workers' and submitters' spins have paid off lately (see [`spin`]).
+    worker_spins: spin::SpinCredit,
+    submitter_spins: spin::SpinCredit,
+    /// Whether spinners may yield (off for a while after a slow yield, see [`spin`]).
+    yields: spin::Yields,
     running: usize,
     spawning: usize,
     closing: bool,
@@ -176,6 +196,11 @@ struct State {
     room_signals: usize,
     /// Threads taken out of `threads` and being joined (by a closer or a spawner).
     joining: usize,
+    /// Callers of `Pool::join` waiting on `done`.
+    joiners: usize,
+    /// How often the pool ran out of accepted work (queue empty, nothing running) while
+    /// `joiners > 0`: a joiner returns once this moves past the value it saw on arrival.
+    emptied: u64,
     finished: u64,
     next_worker_id: usize,
     threads: Vec<ThreadSlot>,
@@ -249,6 +274,7 @@ impl State {
             queued: self.queue.len(),
             spawning: self.spawning,
             blocked_submitters: self.blocked_submitters,
+            joiners: self.joiners,
             finished: self.finished,
             closing: self.closing,
         }
@@ -260,10 +286,46 @@ impl State {
         self.room_signals = self.room_signals.saturating_sub(1);
     }
 
+    /// Whether a thread of kind `who` may spin now, and how (see [`spin`]).
+    fn spin_plan(
+        &mut self,
+        budget: &spin::Budget,
+        who: Spinner,
+        cpus: usize,
+    ) -> Option<spin::Plan> {
+        let awake = self.running + self.spinning + self.spinning_submitters;
+        let credit = match who {
+            Spinner::Worker => &mut self.worker_spins,
+            Spinner::Submitter => &mut self.submitter_spins,
+        };
+        spin::plan(budget, credit, &mut self.yields, awake, cpus)
+    }
+
+    /// Records how a spin of a thread of kind `who` ended.
+    fn spin_ended(&mut self, who: Spinner, outcome: spin::Outcome) {
+        let credit = match who {
+            Spinner::Worker => &mut self.worker_spins,
+            Spinner::Submitter => &mut self.submitter_spins,
+        };
+        spin::record(credit, &mut self.yields, outcome);
+    }
+
     /// `close` may finish waiting: no worker is left or about to start.
     fn drained(&self) -> bool {
         self.workers == 0 && self.spawning == 0
     }
+
+    /// Every accepted task has finished: none queued, none running.
+    fn out_of_work(&self) -> bool {
+        self.queue.is_empty() && self.running == 0
+    }
+}
+
+/// Who spins: the two kinds keep separate credit (see [`spin`]).
+#[derive(Debug, Clone, Copy)]
+enum Spinner {
+    Worker,
+    Submitter,
 }
 
 /// A point-in-time copy of the counters, for the facade and for tests.
@@ -276,6 +338,7 @@ pub(crate) struct Counters {
     pub(crate) queued: usize,
     pub(crate) spawning: usize,
     pub(crate) blocked_submitters: usize,
+    pub(crate) joiners: usize,
     pub(crate) finished: u64,
     pub(crate) closing: bool,
 }
@@ -296,6 +359,8 @@ impl Counters {
 /// The state shared by the facade and every worker thread.
 pub(crate) struct Shared {
     config: Config,
+    /// [`spin::cpus`], read once.
+    cpus: usize,
     state: Mutex<State>,
     work: Condvar,
     room: Condvar,
@@ -352,17 +417,24 @@ impl Shared {
                 idle: 0,
                 wakeups: 0,
                 spinning: 0,
+                spinning_submitters: 0,
+                worker_spins: spin::SpinCredit::new(),
+                submitter_spins: spin::SpinCredit::new(),
+                yields: spin::Yields::default(),
                 running: 0,
                 spawning: 0,
                 closing: false,
                 blocked_submitters: 0,
                 room_signals: 0,
                 joining: 0,
+                joiners: 0,
+                emptied: 0,
                 finished: 0,
                 next_worker_id: 0,
                 threads: Vec::new(),
             }),
             config,
+            cpus: spin::cpus(),
             work: Condvar::new(),
             room: Condvar::new(),
             done: Condvar::new(),
@@ -419,7 +491,7 @@ impl Shared {
     /// worker is claimed or a new worker is reserved (rule 1).
     pub(crate) fn submit(this: &Arc<Self>, task: Task, wait: Wait) -> Result<(), Rejected> {
         let limit = this.config.max.saturating_add(this.config.capacity);
-        let mut budget = 0;
+        let mut budget = spin::Budget::default();
         let mut state = lock(&this.state);
         loop {
             if state.closing {
@@ -428,22 +500,27 @@ impl Shared {
             if state.queue.len() + state.running < limit {
                 break;
             }
-            if may_spin(wait, budget) {
-                // Wait a little before blocking: a blocked submitter costs every finishing
-                // worker a notification and itself a sleep, per task. Only yields, no busy
-                // spinning: the room comes from workers, which need the CPU more than this
-                // thread does. A submitter that loses the room to another goes on with what
-                // is left of its budget.
+            if let Some(plan) = (may_wait(wait) && budget.left())
+                .then(|| state.spin_plan(&budget, Spinner::Submitter, this.cpus))
+                .flatten()
+            {
+                // Wait a little before blocking: a blocked submitter costs a finishing worker
+                // a notification and itself a sleep and a wake-up, per task. Only with a CPU
+                // to spare (see `spin`): the room comes from the workers. A submitter that
+                // loses the room to another goes on with what is left of its budget.
+                state.spinning_submitters += 1;
                 let finished = state.finished as usize;
                 drop(state);
                 let batch = (limit / 4).clamp(1, ROOM_BATCH_MAX);
-                spin_with(&mut budget, 0, || {
+                let outcome = spin::spin(&mut budget, plan, || {
                     this.finished_hint
                         .load(Ordering::Acquire)
                         .wrapping_sub(finished)
                         >= batch
                 });
                 state = lock(&this.state);
+                state.spinning_submitters -= 1;
+                state.spin_ended(Spinner::Submitter, outcome);
                 continue;
             }
             match wait {
@@ -500,16 +577,7 @@ impl Shared {
             if let Some(task) = state.queue.pop_front() {
                 // No worker is left to run it (the OS refused them all): the closing thread
                 // stands in as a worker for it, so nothing accepted is lost.
-                state.workers += 1;
-                state.running += 1;
-                self.unlock_checked(state);
-                worker::run_task(task);
-                state = lock(&self.state);
-                state.running -= 1;
-                state.workers -= 1;
-                state.finished += 1;
-                self.finished_hint
-                    .store(state.finished as usize, Ordering::Release);
+                state = self.stand_in(state, task);
                 continue;
             }
             let handles: Vec<_> = state
@@ -530,6 +598,84 @@ impl Shared {
             state = lock(&self.state);
             state.joining -= 1;
             self.done.notify_all();
+        }
+    }
+
+    /// Runs `task`, just popped, on the calling thread, counted as a worker while it runs:
+    /// for a closer or joiner that finds tasks queued and no worker left to take them.
+    fn stand_in<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        task: Task,
+    ) -> MutexGuard<'a, State> {
+        state.workers += 1;
+        state.running += 1;
+        self.unlock_checked(state);
+        // While it runs, this thread counts as one of the pool's workers: the task's own
+        // `close` or `join` must get `FromWorker`, not wait for the task itself.
+        let outer = CURRENT_POOL.with(|current| current.replace(self.id()));
+        worker::run_task(task);
+        CURRENT_POOL.with(|current| current.set(outer));
+        let mut state = lock(&self.state);
+        self.record_finish(&mut state);
+        state.workers -= 1;
+        state.check(&self.config);
+        state
+    }
+
+    /// Records a finished task (`running -= 1`), hands its room to one blocked submitter,
+    /// and ends a join round when that was the last accepted task.
+    ///
+    /// Notifies with the lock held: the caller goes straight on under this lock (a worker
+    /// pops its next task), so there is no unlock to notify after.
+    fn record_finish(&self, state: &mut State) {
+        state.running -= 1;
+        state.finished += 1;
+        self.finished_hint
+            .store(state.finished as usize, Ordering::Release);
+        if state.blocked_submitters > state.room_signals {
+            state.room_signals += 1;
+            self.room.notify_one();
+        }
+        if state.joiners > 0 && state.out_of_work() {
+            state.emptied += 1;
+            self.done.notify_all();
+        }
+    }
+
+    /// Waits until every accepted task has finished (a moment with nothing queued and
+    /// nothing running), or until `deadline`; `false` when the deadline passed first. The
+    /// caller has checked it is not one of this pool's workers.
+    pub(crate) fn join(&self, deadline: Option<Instant>) -> bool {
+        let mut state = lock(&self.state);
+        let arrived = state.emptied;
+        loop {
+            if state.out_of_work() || state.emptied != arrived {
+                return true;
+            }
+            if state.drained()
+                && let Some(task) = state.queue.pop_front()
+            {
+                // Tasks wait with no worker to take them (the OS refused them all): run
+                // them here, as `close` would, rather than wait for a worker that may never
+                // come.
+                state = self.stand_in(state, task);
+                continue;
+            }
+            state.joiners += 1;
+            self.changed();
+            match deadline {
+                None => state = wait(&self.done, state),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        state.joiners -= 1;
+                        return false;
+                    }
+                    state = wait_timeout(&self.done, state, deadline - now).0;
+                }
+            }
+            state.joiners -= 1;
         }
     }
 
@@ -575,50 +721,13 @@ impl Shared {
 /// the lock, then the submitter's next calls find room at once.
 const ROOM_BATCH_MAX: usize = 64;
 
-/// Whether a submitter that found the pool full should spin (again) before blocking: it may
-/// wait at all, and its spin budget is not spent.
-fn may_spin(wait: Wait, budget: u32) -> bool {
-    let may_wait = match wait {
+/// Whether a submitter that found the pool full may wait at all (and so spin first).
+fn may_wait(wait: Wait) -> bool {
+    match wait {
         Wait::No => false,
         Wait::Forever => true,
         Wait::Until(deadline) => Instant::now() < deadline,
-    };
-    may_wait && budget < SPIN_STEPS
-}
-
-/// Spin steps before a thread blocks: `1 << step` spin hints for the first six steps, then a
-/// `yield_now` each (a few microseconds in all; the yields leave the CPU to the threads that
-/// can make progress when threads outnumber cores). One step under loom: the protocol is the
-/// same, only shorter; one under Miri too, whose scheduler makes spinning pure cost.
-const SPIN_STEPS: u32 = if cfg!(any(all(test, loom), miri)) {
-    1
-} else {
-    10
-};
-
-/// Spins from budget step `*step` on until `done` (returns `true`) or the budget is spent,
-/// leaving `*step` where it stopped so a caller can resume the same budget.
-fn spin_from(step: &mut u32, done: impl Fn() -> bool) -> bool {
-    spin_with(step, 6, done)
-}
-
-/// Like [`spin_from`], with `1 << step` spin hints only for steps below `spins` (and a
-/// `yield_now` for the other steps).
-fn spin_with(step: &mut u32, spins: u32, done: impl Fn() -> bool) -> bool {
-    while *step < SPIN_STEPS {
-        if done() {
-            return true;
-        }
-        if *step < spins {
-            for _ in 0..1u32 << *step {
-                std::hint::spin_loop();
-            }
-        } else {
-            thread::yield_now();
-        }
-        *step += 1;
     }
-    done()
 }
 
 /// Joins worker threads that have left their loop. A worker never panics out of its loop

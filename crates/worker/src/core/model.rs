@@ -1,5 +1,6 @@
 //! proptest: a plain reference model of rules 2 (capacity, FIFO start) and 3 (exit policy),
-//! run step by step beside a real pool whose tasks the test finishes one at a time.
+//! run step by step beside a real pool whose tasks the test finishes one at a time; after
+//! each step `join` must return at once exactly when the model has no accepted task left.
 //!
 //! After every step the test waits until the real pool is quiescent (see
 //! [`Counters::quiescent`]) with the counters the model predicts, then compares the start
@@ -122,6 +123,13 @@ fn settle(pool: &Pool, gates: &Gates, model: &Model) {
             model.matches(c)
         });
     assert_eq!(gates.wait_started(model.started.len()), model.started);
+    // `join` returns at once exactly when the model has no accepted task left.
+    let out_of_work = model.running.is_empty() && model.queue.is_empty();
+    assert_eq!(
+        pool.join_timeout(std::time::Duration::ZERO).is_ok(),
+        out_of_work,
+        "join against {model:?}"
+    );
 }
 
 fn run(min: usize, max: usize, buffer: usize, ops: &[Op]) {

@@ -3,7 +3,7 @@
 //! exit (rule 3) or go idle.
 
 use super::spawn::{Reap, Role, spawn_worker};
-use super::{CURRENT_POOL, SPIN_STEPS, Shared, State, Task, spin_from};
+use super::{CURRENT_POOL, Shared, Spinner, State, Task, spin};
 use crate::sync::{Arc, MutexGuard, Ordering, lock, wait, wait_timeout};
 
 /// Runs one task, turning its panic into a log line (rule 4): the worker goes on.
@@ -62,7 +62,7 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
             run_task(task);
             guard.in_task = false;
             state = lock(&shared.state);
-            finish_task(&shared, &mut state);
+            shared.record_finish(&mut state);
             continue;
         }
         if state.closing {
@@ -85,19 +85,6 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
     leave(&shared, state, id);
 }
 
-/// Records a finished task and hands its room to one blocked submitter.
-fn finish_task(shared: &Shared, state: &mut MutexGuard<'_, State>) {
-    state.running -= 1;
-    state.finished += 1;
-    shared
-        .finished_hint
-        .store(state.finished as usize, Ordering::Release);
-    if state.blocked_submitters > state.room_signals {
-        state.room_signals += 1;
-        shared.room.notify_one();
-    }
-}
-
 /// Waits as an idle worker until claimed, closing, or (with `keep_alive`) idle too long.
 /// Returns the guard and whether to exit; on return the worker is no longer counted idle.
 fn idle_wait<'a>(
@@ -111,18 +98,23 @@ fn idle_wait<'a>(
         shared.changed();
     }
     // Spin a little before sleeping: a submitter that claims a spinning worker skips the
-    // notification (a syscall), which dominates the cost of short tasks. Several spinners
-    // may see one token; the ones that lose it under the lock spin on with what is left of
-    // their budget instead of all going to sleep at once.
-    let mut budget = 0;
-    while state.wakeups == 0 && !state.closing && budget < SPIN_STEPS {
+    // notification (a syscall), which dominates the cost of short tasks. Only with a CPU
+    // to spare and while spinning pays (see `spin`). Several spinners may see one token;
+    // the ones that lose it under the lock spin on with what is left of their budget
+    // instead of all going to sleep at once.
+    let mut budget = spin::Budget::default();
+    while state.wakeups == 0 && !state.closing && budget.left() {
+        let Some(plan) = state.spin_plan(&budget, Spinner::Worker, shared.cpus) else {
+            break;
+        };
         state.spinning += 1;
         drop(state);
-        spin_from(&mut budget, || {
+        let outcome = spin::spin(&mut budget, plan, || {
             shared.token_hint.load(Ordering::Acquire) > 0
         });
         state = lock(&shared.state);
         state.spinning -= 1;
+        state.spin_ended(Spinner::Worker, outcome);
     }
     let mut timed_out = false;
     loop {
@@ -186,7 +178,7 @@ impl Drop for DeathGuard<'_> {
         let shared = self.shared;
         let mut state = lock(&shared.state);
         if self.in_task {
-            finish_task(shared, &mut state);
+            shared.record_finish(&mut state);
         }
         let replacement = (!state.queue.is_empty()).then(|| state.reserve_worker());
         leave(shared, state, self.id);

@@ -11,6 +11,10 @@ mod loom_capacity_edge;
 #[cfg(loom)]
 mod loom_exit_policy;
 #[cfg(loom)]
+mod loom_handle;
+#[cfg(loom)]
+mod loom_join;
+#[cfg(loom)]
 mod loom_panic;
 #[cfg(loom)]
 mod loom_submit_close;
@@ -21,6 +25,8 @@ mod capacity;
 mod close;
 #[cfg(not(loom))]
 mod growth;
+#[cfg(not(loom))]
+mod join;
 #[cfg(not(loom))]
 mod panics;
 #[cfg(not(loom))]

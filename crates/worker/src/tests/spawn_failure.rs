@@ -66,3 +66,46 @@ fn refused_min_workers_are_not_an_error() {
     assert_eq!(pool.spawn(|| 7).join(), Ok(7));
     pool.close().unwrap();
 }
+
+#[test]
+fn join_runs_tasks_no_worker_could_take() {
+    let pool = Pool::new(0, 2).unwrap();
+    refuse(&pool, usize::MAX);
+    let ran = Arc::new(AtomicUsize::new(0));
+    for _ in 0..3 {
+        let ran = Arc::clone(&ran);
+        pool.submit(move || {
+            ran.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+    }
+    assert_eq!((pool.workers(), pool.queued()), (0, 3));
+    pool.join().unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 3, "join ran them itself");
+    assert!(!pool.shared().counters().closing, "and left the pool open");
+    refuse(&pool, 0);
+    assert_eq!(pool.spawn(|| 2).join(), Ok(2));
+    pool.close().unwrap();
+}
+
+#[test]
+fn a_task_run_by_a_joiner_cannot_wait_for_itself() {
+    let pool = Arc::new(Pool::new(0, 1).unwrap());
+    refuse(&pool, usize::MAX);
+    let inner = Arc::clone(&pool);
+    let (sent, seen) = std::sync::mpsc::channel();
+    pool.submit(move || {
+        sent.send((inner.join(), inner.close())).unwrap();
+    })
+    .unwrap();
+    pool.join().unwrap(); // runs the task here: no worker could start
+    assert_eq!(
+        seen.recv().unwrap(),
+        (
+            Err(crate::PoolJoinError::FromWorker),
+            Err(crate::CloseError::FromWorker)
+        )
+    );
+    assert!(!pool.shared().on_own_worker(), "the joiner is itself again");
+    pool.close().unwrap();
+}

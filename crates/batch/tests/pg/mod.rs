@@ -90,6 +90,9 @@ pub fn store() -> PostgresStore {
 /// Each call one atomic step in the test's virtual time: the wrapper every store answering
 /// from elsewhere shares (`tests/suite/frozen.rs`). Its `changed` never resolves, so
 /// `LISTEN/NOTIFY` is tested on a real clock with the store itself.
+// A test binary with both `pg` and `suite` compiles the file twice, as two unrelated types;
+// each is used only through its own module, so the copies never meet.
+#[allow(clippy::duplicate_mod)]
 #[path = "../suite/frozen.rs"]
 mod frozen;
 pub use frozen::Frozen;

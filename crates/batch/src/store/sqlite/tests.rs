@@ -1,4 +1,5 @@
-//! Fault tests that need the store's connection: a full disk.
+//! Tests that need the store's insides: a full disk (through the connection), and batches
+//! (the thread held in a call while others queue behind it).
 
 use super::*;
 use crate::job::JobStatus;
@@ -84,4 +85,139 @@ fn stale_claims_store_nothing() {
         .unwrap()
         .unwrap();
     assert_eq!((again.index, again.token > claim.token), (0, true));
+}
+
+/// Holds the store's thread in a call until the returned sender is used or dropped, so that
+/// the calls made meanwhile wait in its channel and run as one batch.
+fn hold_thread(store: &Arc<SqliteStore>) -> std::sync::mpsc::Sender<()> {
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let store = Arc::clone(store);
+    tokio::spawn(async move {
+        let _ = store
+            .thread
+            .call(move |_| {
+                let _ = held.recv();
+                Ok::<(), StoreError>(())
+            })
+            .await;
+    });
+    release
+}
+
+/// Spawns `call` over `store`, polls it until it has sent its call, and hands back its task.
+async fn queued<R: Send + 'static, F>(
+    store: &Arc<SqliteStore>,
+    call: impl FnOnce(Arc<SqliteStore>) -> F,
+) -> tokio::task::JoinHandle<R>
+where
+    F: Future<Output = R> + Send + 'static,
+{
+    let task = tokio::spawn(call(Arc::clone(store)));
+    // On a current-thread runtime a spawned task runs at the next yield: it sends its call
+    // to the (held) thread and waits.
+    tokio::task::yield_now().await;
+    task
+}
+
+#[test]
+fn a_call_that_fails_in_a_batch_undoes_only_itself() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = Arc::new(SqliteStore::open_in_memory().unwrap());
+        let release = hold_thread(&store);
+        tokio::task::yield_now().await;
+        let first = queued(
+            &store,
+            |s| async move { s.submit(job("ann", &["1"])).await },
+        )
+        .await;
+        let busy = queued(
+            &store,
+            |s| async move { s.submit(job("ann", &["2"])).await },
+        )
+        .await;
+        let other = queued(
+            &store,
+            |s| async move { s.submit(job("bob", &["3"])).await },
+        )
+        .await;
+        release.send(()).unwrap();
+        assert!(first.await.unwrap().is_ok());
+        assert!(matches!(busy.await.unwrap(), Err(SubmitError::CallerBusy)));
+        assert!(other.await.unwrap().is_ok());
+        assert_eq!(store.live_jobs().await.unwrap(), 2);
+        assert_eq!(
+            store.stored_bytes(),
+            2,
+            "the failed call's bytes were not counted"
+        );
+    });
+}
+
+#[test]
+fn a_batch_that_sqlite_rolls_back_keeps_none_of_its_calls() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = Arc::new(SqliteStore::open_in_memory().unwrap());
+        store.submit(job("ann", &["\"kept\""])).await.unwrap();
+        let bytes_before = store.stored_bytes();
+        store.with_connection(|conn| {
+            let pages: i64 = conn
+                .pragma_query_value(None, "page_count", |row| row.get(0))
+                .unwrap();
+            conn.pragma_update(None, "max_page_count", pages).unwrap();
+        });
+        let huge = format!("\"{}\"", "x".repeat(64 * 1024));
+        let release = hold_thread(&store);
+        tokio::task::yield_now().await;
+        let before = queued(
+            &store,
+            |s| async move { s.submit(job("bob", &["1"])).await },
+        )
+        .await;
+        let full = queued(&store, move |s| async move {
+            s.submit(job("cy", &[huge.as_str()])).await
+        })
+        .await;
+        let after = queued(
+            &store,
+            |s| async move { s.submit(job("dee", &["2"])).await },
+        )
+        .await;
+        release.send(()).unwrap();
+
+        // The disk-full call gets its own error; SQLite rolled the whole transaction back, so
+        // the call before it is not kept either and the one after never ran: both are told
+        // to try again.
+        let SubmitError::Store(StoreError::Failed(source)) = full.await.unwrap().unwrap_err()
+        else {
+            panic!("the disk-full call fails for good");
+        };
+        assert!(matches!(
+            source.downcast_ref::<SqliteError>(),
+            Some(SqliteError::Full(_))
+        ));
+        for aborted in [before.await.unwrap(), after.await.unwrap()] {
+            let Err(SubmitError::Store(StoreError::Unavailable(source))) = aborted else {
+                panic!("a batch-mate of the failure is retryable: {aborted:?}");
+            };
+            assert!(matches!(
+                source.downcast_ref::<SqliteError>(),
+                Some(SqliteError::Aborted(_))
+            ));
+        }
+        assert_eq!(
+            store.live_jobs().await.unwrap(),
+            1,
+            "only the job from before"
+        );
+        assert_eq!(store.stored_bytes(), bytes_before);
+        // Trying again works.
+        store.submit(job("bob", &["1"])).await.unwrap();
+        assert_eq!(store.live_jobs().await.unwrap(), 2);
+    });
 }

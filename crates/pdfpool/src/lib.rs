@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod error;
+mod hooks;
 mod job;
 mod pool;
 mod slab;
@@ -10,5 +11,6 @@ pub(crate) mod table;
 mod tests;
 mod wait;
 
-pub use error::Error;
+pub use error::{BusyCause, Error};
+pub use hooks::Hooks;
 pub use pool::Pool;

@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+#[cfg(feature = "tower")]
+mod admission;
 mod error;
 mod hooks;
 mod job;
@@ -11,6 +13,8 @@ pub(crate) mod table;
 mod tests;
 mod wait;
 
+#[cfg(feature = "tower")]
+pub use admission::{Admission, AdmissionError, AdmissionFuture, AdmissionLayer, Rejected};
 pub use error::{BusyCause, Error};
 pub use hooks::Hooks;
 pub use pool::Pool;

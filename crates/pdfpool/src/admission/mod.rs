@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use gate::{Entry, Gate};
+use gate::{Entry, Gate, Slot};
 
 use crate::BusyCause;
 use crate::sync::Arc;
@@ -41,16 +41,16 @@ use crate::sync::Arc;
 /// - **Exact.** A slot that frees while requests wait passes to the oldest one at once, so a
 ///   queue place is free again at that instant, not when the waiter is next polled.
 ///
-/// What it costs: one allocation per request (the response future is boxed: this crate has no
-/// `unsafe` and no pin-projection macro), one lock acquisition to enter and one to leave; a
-/// waiting request also allocates a oneshot and a timer.
+/// What it costs: one lock acquisition to enter and one to leave, no allocation for a request
+/// that goes in or is refused at once; a waiting request allocates its wait (a box, a oneshot)
+/// and a timer, and clones the inner service.
 ///
-/// Admission happens when the response future is first polled, not in `call`: a future
-/// never polled takes no slot and no place.
-///
-/// Not promised: readiness. The service is always ready; the inner service's readiness is
-/// awaited after admission, while holding the slot (the inner service is cloned per request,
-/// as tower's `Buffer` and axum do, so it must be `Clone`).
+/// Admission happens in `call`: the response future holds the slot (or the queue place) from
+/// then on, polled or not, until it ends or is dropped. Readiness is the inner service's:
+/// `poll_ready` forwards to it, so a request admitted at once calls the service it was ready
+/// on. A request that must wait takes that ready service with it into the queue and leaves a
+/// clone behind for the next call (as tower's `Buffer` does), so the inner service must be
+/// `Clone`.
 ///
 /// # Examples
 ///
@@ -198,54 +198,142 @@ impl Rejected {
     }
 }
 
-/// The response future of [`Admission`]: admission, then the inner service's readiness and
-/// call, boxed.
-///
-/// # Cancel safety
-///
-/// Dropping it gives back what the request held: its queue place if it waited (a new request
-/// then queues at the back), or its slot (which passes to the oldest waiting request) along
-/// with the inner service's response future.
-pub type AdmissionFuture<R, E> =
-    Pin<Box<dyn Future<Output = Result<R, AdmissionError<E>>> + Send + 'static>>;
+pin_project_lite::pin_project! {
+    /// The response future of [`Admission`]: the inner service's response future once the
+    /// request holds a slot, or a wait in the queue first, or a refusal. No allocation unless
+    /// the request waits.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping it gives back what the request held: its queue place if it waited (a new
+    /// request then queues at the back), or its slot (which passes to the oldest waiting
+    /// request) along with the inner service's response future.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct AdmissionFuture<F, S, Request> {
+        #[pin]
+        state: State<F, S, Request>,
+    }
+}
+
+/// A queued request's wait for its slot (boxed: only waiting requests pay for it).
+type SlotWait = Pin<Box<dyn Future<Output = Result<Slot, BusyCause>> + Send>>;
+
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State<F, S, Request> {
+        /// Inside: the inner service's response future, and the slot it holds.
+        Calling { #[pin] future: F, slot: Option<Slot> },
+        /// In the queue, with the service (already ready) and the request to call it with.
+        Waiting {
+            wait: SlotWait,
+            inner: Option<S>,
+            request: Option<Request>,
+            retry_after: Duration,
+        },
+        /// Refused at once.
+        Refused { rejected: Option<Rejected> },
+    }
+}
+
+impl<F, S, Request> std::fmt::Debug for AdmissionFuture<F, S, Request> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            State::Calling { .. } => "calling",
+            State::Waiting { .. } => "waiting",
+            State::Refused { .. } => "refused",
+        };
+        f.debug_struct("AdmissionFuture")
+            .field("state", &state)
+            .finish()
+    }
+}
+
+impl<F, S, Request, Response, E> Future for AdmissionFuture<F, S, Request>
+where
+    F: Future<Output = Result<Response, E>>,
+    S: tower_service::Service<Request, Response = Response, Error = E, Future = F>,
+{
+    type Output = Result<Response, AdmissionError<E>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            match self.as_mut().project().state.project() {
+                StateProj::Calling { future, slot } => {
+                    let response = std::task::ready!(future.poll(cx));
+                    // The slot frees as soon as the response is there.
+                    drop(slot.take());
+                    return Poll::Ready(response.map_err(AdmissionError::Service));
+                }
+                StateProj::Waiting {
+                    wait,
+                    inner,
+                    request,
+                    retry_after,
+                } => {
+                    let slot = match std::task::ready!(wait.as_mut().poll(cx)) {
+                        Ok(slot) => slot,
+                        Err(cause) => {
+                            return Poll::Ready(Err(AdmissionError::Rejected(Rejected {
+                                cause,
+                                retry_after: *retry_after,
+                            })));
+                        }
+                    };
+                    let mut inner = inner.take().expect("a waiting request has its service");
+                    let request = request.take().expect("a waiting request has its request");
+                    let future = inner.call(request);
+                    self.as_mut().project().state.set(State::Calling {
+                        future,
+                        slot: Some(slot),
+                    });
+                }
+                StateProj::Refused { rejected } => {
+                    let rejected = rejected.take().expect("polled after it returned Ready");
+                    return Poll::Ready(Err(AdmissionError::Rejected(rejected)));
+                }
+            }
+        }
+    }
+}
 
 impl<S, Request> tower_service::Service<Request> for Admission<S>
 where
-    S: tower_service::Service<Request> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    Request: Send + 'static,
+    S: tower_service::Service<Request> + Clone,
 {
     type Response = S::Response;
     type Error = AdmissionError<S::Error>;
-    type Future = AdmissionFuture<S::Response, S::Error>;
+    type Future = AdmissionFuture<S::Future, S, Request>;
 
-    /// Always ready: admission happens in the response future, so that a refusal is a
-    /// response of its own and a waiting request holds no one else up.
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
+    /// Ready when the inner service is: admission itself happens in `call`, so that a refusal
+    /// is a response of its own and a waiting request holds no one else up.
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(AdmissionError::Service)
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        // The clone stays for the next call; this request takes the service it was given.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let gate = Arc::clone(&self.gate);
-        Box::pin(async move {
-            let rejected = |cause| {
-                AdmissionError::Rejected(Rejected {
-                    cause,
-                    retry_after: gate.wait(),
-                })
-            };
-            let _slot = match gate.enter() {
-                Entry::Inside(slot) => slot,
-                Entry::Queued(queued) => queued.wait().await.map_err(rejected)?,
-                Entry::Full => return Err(rejected(BusyCause::QueueFull)),
-            };
-            std::future::poll_fn(|cx| inner.poll_ready(cx))
-                .await
-                .map_err(AdmissionError::Service)?;
-            inner.call(request).await.map_err(AdmissionError::Service)
-        })
+        let state = match self.gate.enter() {
+            Entry::Inside(slot) => State::Calling {
+                future: self.inner.call(request),
+                slot: Some(slot),
+            },
+            Entry::Queued(queued) => {
+                // The ready service waits with the request; a clone stays for the next call.
+                let clone = self.inner.clone();
+                let ready = std::mem::replace(&mut self.inner, clone);
+                State::Waiting {
+                    wait: Box::pin(queued.wait()),
+                    inner: Some(ready),
+                    request: Some(request),
+                    retry_after: self.gate.wait(),
+                }
+            }
+            Entry::Full => State::Refused {
+                rejected: Some(Rejected {
+                    cause: BusyCause::QueueFull,
+                    retry_after: self.gate.wait(),
+                }),
+            },
+        };
+        AdmissionFuture { state }
     }
 }

@@ -102,9 +102,12 @@ pub(crate) fn spawn<K, C, V, F, Fut>(
         });
         finisher.finish(outcome);
     };
-    let task = task.instrument(span);
     match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => drop(runtime.spawn(task)),
+        // No subscriber wants the span: spawn the task bare. `Instrumented` around a disabled
+        // span does nothing but make every job's task bigger (measured: a fifth of the cost
+        // of an uncontended `run`).
+        Ok(runtime) if span.is_disabled() => drop(runtime.spawn(task)),
+        Ok(runtime) => drop(runtime.spawn(task.instrument(span))),
         Err(_) => {
             tracing::error!("a pooled job was started outside a Tokio runtime: Closed");
             drop(task);

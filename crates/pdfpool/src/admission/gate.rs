@@ -92,7 +92,7 @@ pub(crate) struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.gate.release();
+        Gate::release(&self.gate);
     }
 }
 
@@ -134,46 +134,47 @@ impl Gate {
     }
 
     /// Lets a request in, queues it, or refuses it: one lock acquisition.
-    pub(crate) fn enter(self: &Arc<Self>) -> Entry {
-        let mut state = self.state.lock();
-        if state.inside < self.slots {
+    /// (An associated function, not a method: loom's `Arc` cannot be a receiver.)
+    pub(crate) fn enter(gate: &Arc<Self>) -> Entry {
+        let mut state = gate.state.lock();
+        if state.inside < gate.slots {
             state.inside += 1;
-            state.check(self);
+            state.check(gate);
             drop(state);
             return Entry::Inside(Slot {
-                gate: Arc::clone(self),
+                gate: Arc::clone(gate),
             });
         }
-        if state.queue.len() >= self.queue_limit {
+        if state.queue.len() >= gate.queue_limit {
             return Entry::Full;
         }
         let (mailbox, grant) = oneshot::channel();
         let ticket = state.next_ticket;
         state.next_ticket += 1;
         state.queue.push_back(Waiting { ticket, mailbox });
-        state.check(self);
+        state.check(gate);
         drop(state);
         Entry::Queued(Queued {
-            gate: Arc::clone(self),
+            gate: Arc::clone(gate),
             ticket,
-            deadline: Instant::now() + self.wait,
+            deadline: Instant::now() + gate.wait,
             grant,
             in_queue: true,
         })
     }
 
     /// A slot frees: it passes to the queue's head, or `inside` drops by one.
-    fn release(self: &Arc<Self>) {
-        let mut state = self.state.lock();
+    fn release(gate: &Arc<Self>) {
+        let mut state = gate.state.lock();
         let next = state.queue.pop_front();
         if next.is_none() {
             state.inside -= 1;
         }
-        state.check(self);
+        state.check(gate);
         drop(state);
         if let Some(next) = next {
             let slot = Slot {
-                gate: Arc::clone(self),
+                gate: Arc::clone(gate),
             };
             // A request that went away meanwhile hands the slot back; dropping it passes the
             // slot on to the next in line.
@@ -244,6 +245,14 @@ impl Queued {
         }
         let granted = (&mut self.grant).await;
         Ok(self.granted(granted))
+    }
+
+    /// The slot, if it has been handed over already (models poll instead of awaiting).
+    #[cfg(all(test, loom))]
+    pub(crate) fn try_granted(&mut self) -> Option<Slot> {
+        let granted = self.grant.try_recv().ok()?;
+        self.in_queue = false;
+        Some(granted)
     }
 
     fn granted(&mut self, granted: Result<Slot, oneshot::error::RecvError>) -> Slot {

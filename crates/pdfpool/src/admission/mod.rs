@@ -311,7 +311,7 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let state = match self.gate.enter() {
+        let state = match Gate::enter(&self.gate) {
             Entry::Inside(slot) => State::Calling {
                 future: self.inner.call(request),
                 slot: Some(slot),

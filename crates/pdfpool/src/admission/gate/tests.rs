@@ -23,23 +23,23 @@ fn queued(entry: Entry) -> Queued {
 #[test]
 fn lets_in_then_queues_then_refuses() {
     let gate = gate(2, 1);
-    let _a = inside(gate.enter());
-    let _b = inside(gate.enter());
-    let _c = queued(gate.enter());
-    assert!(matches!(gate.enter(), Entry::Full));
+    let _a = inside(Gate::enter(&gate));
+    let _b = inside(Gate::enter(&gate));
+    let _c = queued(Gate::enter(&gate));
+    assert!(matches!(Gate::enter(&gate), Entry::Full));
     assert_eq!((gate.inside(), gate.queued()), (2, 1));
 }
 
 #[test]
 fn a_freed_slot_goes_to_the_oldest_waiter_at_once() {
     let gate = gate(1, 2);
-    let a = inside(gate.enter());
-    let mut first = queued(gate.enter());
-    let mut second = queued(gate.enter());
+    let a = inside(Gate::enter(&gate));
+    let mut first = queued(Gate::enter(&gate));
+    let mut second = queued(Gate::enter(&gate));
     drop(a);
     // The queue place is free the moment the slot passes, before the waiter runs.
     assert_eq!((gate.inside(), gate.queued()), (1, 1));
-    let _third = queued(gate.enter());
+    let _third = queued(Gate::enter(&gate));
     let slot = first.grant.try_recv().expect("first in line gets the slot");
     first.in_queue = false;
     assert!(second.grant.try_recv().is_err(), "second still waits");
@@ -52,10 +52,10 @@ fn a_freed_slot_goes_to_the_oldest_waiter_at_once() {
 #[test]
 fn a_waiter_that_leaves_gives_its_place_back() {
     let gate = gate(1, 1);
-    let a = inside(gate.enter());
-    drop(queued(gate.enter()));
+    let a = inside(Gate::enter(&gate));
+    drop(queued(Gate::enter(&gate)));
     assert_eq!(gate.queued(), 0);
-    let _b = queued(gate.enter());
+    let _b = queued(Gate::enter(&gate));
     drop(a);
     assert_eq!((gate.inside(), gate.queued()), (1, 0));
 }
@@ -63,9 +63,9 @@ fn a_waiter_that_leaves_gives_its_place_back() {
 #[test]
 fn a_slot_sent_to_a_waiter_that_went_away_passes_on() {
     let gate = gate(1, 2);
-    let a = inside(gate.enter());
-    let gone = queued(gate.enter());
-    let mut next = queued(gate.enter());
+    let a = inside(Gate::enter(&gate));
+    let gone = queued(Gate::enter(&gate));
+    let mut next = queued(Gate::enter(&gate));
     // `gone` leaves after its slot was sent but before it took it: the slot must reach `next`.
     drop(a);
     drop(gone);
@@ -79,18 +79,18 @@ fn a_slot_sent_to_a_waiter_that_went_away_passes_on() {
 #[test]
 fn zero_queue_refuses_as_soon_as_every_slot_is_taken() {
     let gate = gate(1, 0);
-    let a = inside(gate.enter());
-    assert!(matches!(gate.enter(), Entry::Full));
+    let a = inside(Gate::enter(&gate));
+    assert!(matches!(Gate::enter(&gate), Entry::Full));
     drop(a);
-    let _b = inside(gate.enter());
+    let _b = inside(Gate::enter(&gate));
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_deadline_refuses_a_waiter_and_frees_its_place() {
     let gate = gate(1, 1);
-    let _a = inside(gate.enter());
+    let _a = inside(Gate::enter(&gate));
     let started = Instant::now();
-    let waited = queued(gate.enter()).wait().await;
+    let waited = queued(Gate::enter(&gate)).wait().await;
     assert_eq!(waited.unwrap_err(), BusyCause::WaitExpired);
     assert_eq!(started.elapsed(), Duration::from_secs(10));
     assert_eq!((gate.inside(), gate.queued()), (1, 0));

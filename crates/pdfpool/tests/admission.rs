@@ -216,12 +216,6 @@ fn retry_after_secs_rounds_up_to_a_whole_second() {
     assert_eq!(rejected(Duration::from_secs(5)).retry_after_secs(), 5);
 }
 
-#[test]
-#[should_panic(expected = "`slots` must be at least 1")]
-fn zero_slots_is_a_caller_bug() {
-    let _layer = AdmissionLayer::new(0, 1, WAIT);
-}
-
 /// Takes one off the count of calls inside when dropped.
 struct Leaves(Arc<AtomicUsize>);
 

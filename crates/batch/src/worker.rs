@@ -290,7 +290,7 @@ where
     };
     let fetched = async {
         match panicguard::catch(|| shared.fetch.fetch(token.clone(), &claim.caller, &target)) {
-            Ok(future) => future.catch_unwind().await,
+            Ok(future) => future.catch_panic().await,
             Err(panic) => Err(panic),
         }
     };

@@ -24,7 +24,7 @@ fn main() {
         }
         pages
     };
-    match block_on(job.catch_unwind()) {
+    match block_on(job.catch_panic()) {
         Ok(pages) => println!("future returned {pages}"),
         Err(panic) => println!("future panicked: {panic}"),
     }

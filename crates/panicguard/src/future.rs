@@ -9,7 +9,7 @@ use crate::{Panic, catch};
 /// A future that resolves to `Ok(output)` of the future it wraps, or to `Err(Panic)` if a
 /// poll of that future panicked.
 ///
-/// Made by [`FutureExt::catch_unwind`]. The wrapped future lives in one heap allocation
+/// Made by [`FutureExt::catch_panic`]. The wrapped future lives in one heap allocation
 /// made at construction: that keeps this crate free of `unsafe` pin projection, and costs
 /// one `Box` per wrapped future.
 ///
@@ -18,15 +18,15 @@ use crate::{Panic, catch};
 ///
 /// # Cancel safety
 ///
-/// Dropping a `CatchUnwind` drops the wrapped future; it is exactly as cancel safe as the
+/// Dropping a `CatchPanic` drops the wrapped future; it is exactly as cancel safe as the
 /// future it wraps.
 #[must_use = "futures do nothing unless polled"]
-pub struct CatchUnwind<F> {
+pub struct CatchPanic<F> {
     inner: Option<Pin<Box<F>>>,
 }
 
-impl<F: Future> CatchUnwind<F> {
-    /// Wraps `future`. Usually spelled `future.catch_unwind()`.
+impl<F: Future> CatchPanic<F> {
+    /// Wraps `future`. Usually spelled `future.catch_panic()`.
     pub fn new(future: F) -> Self {
         Self {
             inner: Some(Box::pin(future)),
@@ -34,22 +34,22 @@ impl<F: Future> CatchUnwind<F> {
     }
 }
 
-impl<F> std::fmt::Debug for CatchUnwind<F> {
+impl<F> std::fmt::Debug for CatchPanic<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CatchUnwind")
+        f.debug_struct("CatchPanic")
             .field("done", &self.inner.is_none())
             .finish()
     }
 }
 
-impl<F: Future> Future for CatchUnwind<F> {
+impl<F: Future> Future for CatchPanic<F> {
     type Output = Result<F::Output, Panic>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let inner = self
             .inner
             .as_mut()
-            .expect("CatchUnwind polled after it returned Ready");
+            .expect("CatchPanic polled after it returned Ready");
         let polled = catch(|| inner.as_mut().poll(cx));
         match polled {
             Ok(Poll::Pending) => Poll::Pending,
@@ -68,7 +68,18 @@ impl<F: Future> Future for CatchUnwind<F> {
     }
 }
 
-/// Adds [`catch_unwind`](FutureExt::catch_unwind) to every future.
+/// The old name of [`CatchPanic`].
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `CatchPanic`, made by `catch_panic`, to stop clashing with `futures::FutureExt`"
+)]
+pub type CatchUnwind<F> = CatchPanic<F>;
+
+/// Adds [`catch_panic`](FutureExt::catch_panic) to every future.
+///
+/// The method is not called `catch_unwind`: `futures::FutureExt` has a method of that name
+/// for every future too, and with both traits in scope (most services import
+/// `futures::FutureExt`) the call would be ambiguous (error E0034).
 pub trait FutureExt: Future + Sized {
     /// Wraps this future so that a panic while polling it becomes `Err(Panic)`.
     ///
@@ -82,10 +93,19 @@ pub trait FutureExt: Future + Sized {
     /// #     let mut f = std::pin::pin!(f);
     /// #     loop { if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
     /// # }
-    /// assert_eq!(block_on(async { 5 }.catch_unwind()), Ok(5));
+    /// assert_eq!(block_on(async { 5 }.catch_panic()), Ok(5));
     /// ```
-    fn catch_unwind(self) -> CatchUnwind<Self> {
-        CatchUnwind::new(self)
+    fn catch_panic(self) -> CatchPanic<Self> {
+        CatchPanic::new(self)
+    }
+
+    /// The old name of [`catch_panic`](FutureExt::catch_panic), kept for one release.
+    #[deprecated(
+        since = "0.1.0",
+        note = "use `catch_panic`: `catch_unwind` is ambiguous (E0034) wherever `futures::FutureExt` is in scope"
+    )]
+    fn catch_unwind(self) -> CatchPanic<Self> {
+        CatchPanic::new(self)
     }
 }
 
@@ -127,13 +147,13 @@ mod tests {
 
     #[test]
     fn ready_value_passes_through() {
-        assert_eq!(block_on(async { 1 + 1 }.catch_unwind()), Ok(2));
+        assert_eq!(block_on(async { 1 + 1 }.catch_panic()), Ok(2));
     }
 
     #[test]
     fn panic_on_first_poll_is_caught() {
         let fails = true;
-        let caught = block_on(async { assert!(!fails, "first poll") }.catch_unwind());
+        let caught = block_on(async { assert!(!fails, "first poll") }.catch_panic());
         assert_eq!(caught.unwrap_err().message(), "first poll");
     }
 
@@ -146,7 +166,7 @@ mod tests {
         async fn middle() -> u32 {
             leaf().await + 1
         }
-        let caught = block_on(async { middle().await }.catch_unwind()).unwrap_err();
+        let caught = block_on(async { middle().await }.catch_panic()).unwrap_err();
         assert_eq!(caught.message(), "deep down");
     }
 
@@ -156,7 +176,7 @@ mod tests {
             YieldOnce(false).await;
             3
         }
-        .catch_unwind();
+        .catch_panic();
         assert_send(&future);
         assert_eq!(block_on(future), Ok(3));
     }
@@ -176,16 +196,25 @@ mod tests {
                 panic!("second");
             }
         }
-        let caught = block_on(PanicsTwice.catch_unwind());
+        let caught = block_on(PanicsTwice.catch_panic());
         assert_eq!(caught.unwrap_err().message(), "first");
     }
 
     #[test]
     #[should_panic(expected = "polled after it returned Ready")]
     fn polling_after_ready_blames_the_caller() {
-        let mut future = std::pin::pin!(async { 1 }.catch_unwind());
+        let mut future = std::pin::pin!(async { 1 }.catch_panic());
         let mut cx = Context::from_waker(Waker::noop());
         assert_eq!(future.as_mut().poll(&mut cx), Poll::Ready(Ok(1)));
         let _ = future.as_mut().poll(&mut cx);
+    }
+
+    #[test]
+    #[allow(deprecated)]
+    fn the_deprecated_name_still_works() {
+        let caught = block_on(async { panic!("old") }.catch_unwind());
+        let renamed: CatchUnwind<std::future::Ready<u8>> = std::future::ready(4).catch_unwind();
+        assert_eq!(caught.map(|()| 0).unwrap_err().message(), "old");
+        assert_eq!(block_on(renamed), Ok(4));
     }
 }

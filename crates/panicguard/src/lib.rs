@@ -7,5 +7,8 @@ mod panic;
 
 pub use catch::catch;
 #[cfg(feature = "future")]
-pub use future::{CatchUnwind, FutureExt};
+#[allow(deprecated)]
+pub use future::CatchUnwind;
+#[cfg(feature = "future")]
+pub use future::{CatchPanic, FutureExt};
 pub use panic::Panic;

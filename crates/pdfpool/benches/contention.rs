@@ -40,7 +40,7 @@ async fn pdfpool_round(counts: Arc<Counts>) {
             for round in 0..ROUNDS {
                 match pool.run(caller * ROUNDS + round, caller, job).await {
                     Ok(_) => counts.admitted.fetch_add(1, Ordering::Relaxed),
-                    Err(pdfpool::Error::Busy) => counts.busy.fetch_add(1, Ordering::Relaxed),
+                    Err(pdfpool::Error::Busy { .. }) => counts.busy.fetch_add(1, Ordering::Relaxed),
                     Err(other) => panic!("unexpected {other:?}"),
                 };
             }

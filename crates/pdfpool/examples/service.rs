@@ -37,7 +37,10 @@ fn counters(pool: &Extractor, keys: &[&'static str]) -> String {
 fn reply(outcome: &Result<String, Error>) -> String {
     match outcome {
         Ok(text) => format!("200 {text}"),
-        Err(Error::Busy) => "503 busy, retry later".to_owned(),
+        Err(busy @ Error::Busy { cause, .. }) => format!(
+            "503 {cause}, retry after {} ms",
+            busy.retry_after().unwrap_or_default().as_millis()
+        ),
         Err(Error::CallerBusy) => "429 one document at a time".to_owned(),
         Err(Error::Panicked(panic)) => format!("500 {panic}"),
         Err(other) => format!("503 {other}"),

@@ -1,6 +1,15 @@
 #![doc = include_str!("../README.md")]
 
+#[cfg(feature = "tower")]
+mod admission;
 mod error;
+/// The admission gate alone, for its loom models: the loom step builds without features, and
+/// the layer around the gate needs feature `tower`.
+#[cfg(all(test, loom, not(feature = "tower")))]
+#[path = "admission/gate.rs"]
+#[allow(dead_code)]
+pub(crate) mod gate;
+mod hooks;
 mod job;
 mod pool;
 mod slab;
@@ -10,5 +19,8 @@ pub(crate) mod table;
 mod tests;
 mod wait;
 
-pub use error::Error;
+#[cfg(feature = "tower")]
+pub use admission::{Admission, AdmissionError, AdmissionFuture, AdmissionLayer, Rejected};
+pub use error::{BusyCause, Error};
+pub use hooks::Hooks;
 pub use pool::Pool;

@@ -1,32 +1,41 @@
 //! The public facade: [`Pool`], a cheap handle on the admission table and the job tasks.
 
+use std::borrow::Borrow;
 use std::fmt;
 use std::future::Future;
 use std::hash::Hash;
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
 
-use crate::Error;
-use crate::job;
+use crate::hooks::Installed;
+use crate::job::{self, Launch};
 use crate::sync::Arc;
-use crate::table::{Admission, JobId, Refusal, Table};
+use crate::table::{Admission, Refusal, Table};
 use crate::wait::{Waiter, deliver};
+use crate::{BusyCause, Error, Hooks};
 
 /// What every sharer of a job receives.
 pub(crate) type Outcome<V> = Result<V, Error>;
 /// A waiter's mailbox, held by the table.
 pub(crate) type Mailbox<V> = oneshot::Sender<Outcome<V>>;
-/// Starts a job: spawns its task. Held by the table while the job is queued.
-pub(crate) type Launch<K, C, V> = Box<dyn FnOnce(Arc<Shared<K, C, V>>, JobId) + Send>;
 /// The admission table as the pool uses it.
 pub(crate) type CoreTable<K, C, V> = Table<K, C, Instant, Mailbox<V>, Launch<K, C, V>>;
 
 /// What every clone of a [`Pool`] and every job task shares.
 pub(crate) struct Shared<K, C, V> {
     pub(crate) table: CoreTable<K, C, V>,
-    wait: Duration,
+    /// The table's limits again, readable without its lock.
+    slots: usize,
+    queue_limit: usize,
+    pub(crate) wait: Duration,
+    pub(crate) hooks: Installed,
+    /// Every job task, for `shutdown` to wait on.
+    pub(crate) tasks: TaskTracker,
+    /// Notified when the last running job of a closed pool has ended.
+    pub(crate) idle: Notify,
 }
 
 /// An admission pool for expensive jobs: `slots` jobs run at once, at most `queue` jobs wait
@@ -77,11 +86,35 @@ where
     /// ```
     #[track_caller]
     pub fn new(slots: usize, queue: usize, wait: Duration) -> Self {
+        Self::build(slots, queue, wait, None)
+    }
+
+    /// As [`new`](Self::new), reporting every request and job to `hooks` (see [`Hooks`]).
+    ///
+    /// # Panics
+    ///
+    /// If `slots` is 0, as for [`new`](Self::new).
+    ///
+    /// # Examples
+    ///
+    /// See [`Hooks`].
+    #[track_caller]
+    pub fn with_hooks(slots: usize, queue: usize, wait: Duration, hooks: impl Hooks) -> Self {
+        Self::build(slots, queue, wait, Some(Box::new(hooks)))
+    }
+
+    #[track_caller]
+    fn build(slots: usize, queue: usize, wait: Duration, hooks: Option<Box<dyn Hooks>>) -> Self {
         assert!(slots > 0, "pdfpool::Pool::new: `slots` must be at least 1");
         Self {
             shared: Arc::new(Shared {
                 table: Table::new(slots, queue),
+                slots,
+                queue_limit: queue,
                 wait: wait.min(Self::MAX_WAIT),
+                hooks: Installed::new(hooks),
+                tasks: TaskTracker::new(),
+                idle: Notify::new(),
             }),
         }
     }
@@ -114,8 +147,9 @@ where
     ///
     /// # Errors
     ///
-    /// - [`Error::Busy`]: no slot and a full queue, or the job waited in the queue past
-    ///   `wait`.
+    /// - [`Error::Busy`]: no slot and a full queue ([`BusyCause::QueueFull`], at once), or the
+    ///   job waited in the queue past `wait` ([`BusyCause::WaitExpired`], to every waiter of
+    ///   the job). [`Error::retry_after`] is the pool's `wait` for both.
     /// - [`Error::CallerBusy`]: `caller` owns a job in flight for another key.
     /// - [`Error::Panicked`]: the job panicked (every sharer gets the panic).
     /// - [`Error::Closed`]: the pool was closed before this request started or queued a job,
@@ -155,13 +189,16 @@ where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = V> + Send + 'static,
     {
-        let wait = self.shared.wait;
-        let table = &self.shared.table;
+        let shared = &*self.shared;
+        let wait = shared.wait;
+        // The job's span, a child of the caller's: made here, in the request's context, since
+        // a queued job starts later in another job's task. Without a subscriber it is a no-op.
+        let mut span = Some(tracing::info_span!("pdfpool.job"));
         let mut receiver = None;
         let mut job = Some(job);
         // Under the lock these closures only allocate and move: the receiver is stashed
         // here, the user's closure is boxed only if the job has to wait in the queue.
-        let admission = table.admit(
+        let admission = shared.table.admit(
             key,
             caller,
             || {
@@ -171,33 +208,49 @@ where
             },
             || {
                 let job = job.take().expect("the closure is taken once");
-                (Instant::now() + wait, job::launch(job))
+                let span = span.take().expect("the span is taken once");
+                let queued_at = Instant::now();
+                (queued_at + wait, Launch::new(queued_at, span, job))
             },
         );
         // Each arm guards its registration before anything else can unwind or await.
         let (waiter, deadline) = match admission {
-            Admission::Joined { waiter, deadline } => (Waiter::new(table, waiter), deadline),
+            Admission::Joined { waiter, deadline } => {
+                let waiter = Waiter::new(shared, waiter);
+                shared.hooks.call(|hooks| hooks.joined());
+                (waiter, deadline)
+            }
             Admission::Started { waiter } => {
                 let job_id = waiter.job;
-                let waiter = Waiter::new(table, waiter);
+                let waiter = Waiter::new(shared, waiter);
+                shared.hooks.call(|hooks| hooks.started(Duration::ZERO));
                 let job = job.take().expect("a started job's closure was not queued");
-                job::spawn(Arc::clone(&self.shared), job_id, job);
+                let span = span.take().expect("a started job's span was not queued");
+                job::spawn(Arc::clone(&self.shared), job_id, job, span);
                 (waiter, None)
             }
             Admission::Queued { waiter, deadline } => {
+                let waiter = Waiter::new(shared, waiter);
                 tracing::debug!("every slot is taken: the job is queued");
-                (Waiter::new(table, waiter), Some(deadline))
+                shared.hooks.call(|hooks| hooks.queued());
+                (waiter, Some(deadline))
             }
             Admission::Refused(reason) => {
-                return Err(match reason {
-                    Refusal::Busy => Error::Busy,
+                let error = match reason {
+                    Refusal::Busy => Error::Busy {
+                        cause: BusyCause::QueueFull,
+                        retry_after: wait,
+                    },
                     Refusal::CallerBusy => Error::CallerBusy,
                     Refusal::Closed => Error::Closed,
-                });
+                };
+                shared.hooks.call(|hooks| hooks.refused(&error));
+                return Err(error);
             }
         };
-        // A closure not needed (joined) is dropped here, outside the lock and the guard.
-        drop(job);
+        // A closure and a span not needed (joined) are dropped here, outside the lock and the
+        // guard.
+        drop((job, span));
         let outcome = receiver.expect("a registered waiter has a receiver");
         waiter.wait(outcome, deadline).await
     }
@@ -226,15 +279,24 @@ where
     /// # async fn main() {
     /// use std::time::Duration;
     ///
-    /// let pool: pdfpool::Pool<&str, &str, u32> = pdfpool::Pool::new(1, 0, Duration::from_secs(5));
-    /// assert_eq!(pool.join(&"report.pdf").await, None, "nothing in flight");
+    /// let pool: pdfpool::Pool<String, String, u32> = pdfpool::Pool::new(1, 0, Duration::from_secs(5));
+    /// assert_eq!(pool.join("report.pdf").await, None, "nothing in flight");
     /// # }
     /// ```
-    pub async fn join(&self, key: &K) -> Option<Result<V, Error>> {
+    ///
+    /// `key` may be any borrowed form of `K`, as for [`HashMap::get`](std::collections::HashMap::get):
+    /// a `Pool<String, _, _>` is asked with a `&str`.
+    pub async fn join<Q>(&self, key: &Q) -> Option<Result<V, Error>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let (mailbox, outcome) = oneshot::channel();
-        let table = &self.shared.table;
-        let (waiter, deadline) = table.join(key, mailbox).ok()?;
-        Some(Waiter::new(table, waiter).wait(outcome, deadline).await)
+        let shared = &*self.shared;
+        let (waiter, deadline) = shared.table.join(key, mailbox).ok()?;
+        let waiter = Waiter::new(shared, waiter);
+        shared.hooks.call(|hooks| hooks.joined());
+        Some(waiter.wait(outcome, deadline).await)
     }
 
     /// How many jobs are running now (at most `slots`).
@@ -247,26 +309,160 @@ where
         self.shared.table.queued()
     }
 
-    /// How many requests wait for the job in flight for `key` (the one that started it
-    /// included, while it still waits); 0 if no job for `key` is in flight.
+    /// How many requests share the job in flight for `key`, not counting the one that started
+    /// it: the joiners still waiting (by [`run`](Self::run) or [`join`](Self::join)). 0 if no
+    /// job for `key` is in flight, or only its starter waits.
     ///
-    /// A running job may have no waiter left: it still runs (rule 4).
-    pub fn waiting(&self, key: &K) -> usize {
+    /// A job may outlive every request (rule 4): a running job whose waiters all left still
+    /// runs, and `waiting` is 0 for it.
+    ///
+    /// `key` may be any borrowed form of `K` (a `&str` for `String` keys).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    ///
+    /// let pool: pdfpool::Pool<String, String, u32> = pdfpool::Pool::new(1, 0, Duration::from_secs(5));
+    /// let (release, released) = tokio::sync::oneshot::channel::<()>();
+    /// let job = || async move {
+    ///     released.await.ok();
+    ///     7
+    /// };
+    /// let starter = tokio::spawn({
+    ///     let pool = pool.clone();
+    ///     async move { pool.run("a.pdf".into(), "alice".into(), job).await }
+    /// });
+    /// let joiner = tokio::spawn({
+    ///     let pool = pool.clone();
+    ///     async move { pool.join("a.pdf").await }
+    /// });
+    /// tokio::task::yield_now().await; // both requests reach the pool: a start and a join
+    /// assert_eq!(pool.waiting("a.pdf"), 1, "the joiner, not the starter");
+    /// release.send(()).unwrap();
+    /// assert_eq!(starter.await.unwrap(), Ok(7));
+    /// assert_eq!(joiner.await.unwrap(), Some(Ok(7)));
+    /// assert_eq!(pool.waiting("a.pdf"), 0);
+    /// # }
+    /// ```
+    pub fn waiting<Q>(&self, key: &Q) -> usize
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.shared.table.waiting(key)
+    }
+
+    /// How many jobs run at once at most, as given to [`new`](Self::new).
+    pub fn slots(&self) -> usize {
+        self.shared.slots
+    }
+
+    /// How many jobs wait in the queue at most, as given to [`new`](Self::new).
+    pub fn queue_limit(&self) -> usize {
+        self.shared.queue_limit
+    }
+
+    /// How long a queued job waits at most: as given to [`new`](Self::new), capped at
+    /// [`MAX_WAIT`](Self::MAX_WAIT).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let pool: pdfpool::Pool<u8, u8, u8> = pdfpool::Pool::new(2, 4, Duration::MAX);
+    /// assert_eq!((pool.slots(), pool.queue_limit()), (2, 4));
+    /// assert_eq!(pool.wait(), pdfpool::Pool::<u8, u8, u8>::MAX_WAIT);
+    /// ```
+    pub fn wait(&self) -> Duration {
+        self.shared.wait
     }
 
     /// Closes the pool: new jobs are refused with [`Error::Closed`], queued jobs are dropped
     /// (never started; their waiters get `Closed`), and running jobs finish and reach their
     /// waiters as usual. Joining a running job still works. Closing twice is harmless.
+    /// [`shutdown`](Self::shutdown) also waits for the running jobs.
     pub fn close(&self) {
         let dropped = self.shared.table.close();
         if !dropped.is_empty() {
             tracing::debug!(jobs = dropped.len(), "closing dropped queued jobs");
         }
         for job in dropped {
+            let queue_wait = job.launch.queued_for();
+            self.shared.hooks.call(|hooks| hooks.abandoned(queue_wait));
             deliver(job.waiters, Err(Error::Closed));
             drop(job.launch);
         }
+    }
+
+    /// Closes the pool (as [`close`](Self::close)), then resolves once every running job has
+    /// ended, its outcome has reached its waiters, and its task is gone.
+    ///
+    /// Call it after the service stopped taking requests (say, after axum's graceful shutdown
+    /// returned) and before the runtime goes away: a job still running when the runtime is
+    /// dropped is cut off at its next await (its waiters get [`Error::Closed`]).
+    ///
+    /// # Guarantees
+    ///
+    /// Once it resolves, no job of this pool runs and none ever will: the pool is closed, its
+    /// queue is empty, and every job task has ended (tokio-util's `TaskTracker`). It waits
+    /// without bound: bound it with [`tokio::time::timeout`] if jobs may hang.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future only stops waiting (the pool stays closed, the jobs
+    /// run on), and calling `shutdown` again picks up where it was.
+    ///
+    /// # Examples
+    ///
+    /// An axum service: stop taking connections first, then drain the pool.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// use std::time::Duration;
+    ///
+    /// use axum::{Router, extract::State, routing::get};
+    ///
+    /// type Extractor = pdfpool::Pool<String, String, String>;
+    ///
+    /// async fn extract(State(pool): State<Extractor>) -> String {
+    ///     let job = || async { "text of a.pdf".to_owned() };
+    ///     pool.run("a.pdf".into(), "alice".into(), job)
+    ///         .await
+    ///         .unwrap_or_else(|error| error.to_string())
+    /// }
+    ///
+    /// let pool = Extractor::new(2, 4, Duration::from_secs(10));
+    /// let app = Router::new().route("/", get(extract)).with_state(pool.clone());
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// // Here a signal handler (ctrl-c, SIGTERM); this example stops at once.
+    /// let stop = async {};
+    /// axum::serve(listener, app).with_graceful_shutdown(stop).await?;
+    /// // No new requests; jobs started by the last ones may still run.
+    /// pool.shutdown().await;
+    /// assert_eq!(pool.running(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn shutdown(&self) {
+        self.close();
+        loop {
+            let idle = self.shared.idle.notified();
+            let mut idle = std::pin::pin!(idle);
+            // Registered before the check: the last job's end cannot slip in between.
+            idle.as_mut().enable();
+            if self.shared.table.running() == 0 {
+                break;
+            }
+            idle.await;
+        }
+        // Every job has ended (none can start after close); wait for their tasks to be gone.
+        self.shared.tasks.close();
+        self.shared.tasks.wait().await;
     }
 
     /// Whether [`close`](Self::close) was called.
@@ -283,6 +479,8 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pool")
+            .field("slots", &self.slots())
+            .field("queue_limit", &self.queue_limit())
             .field("running", &self.running())
             .field("queued", &self.queued())
             .field("closed", &self.is_closed())

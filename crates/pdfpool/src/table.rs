@@ -41,6 +41,9 @@
 //! 8. A mailbox is either in its job's waiter slab or has been handed out of the table, never
 //!    both: it gets at most one outcome, and a [`WaiterId`] that no longer resolves means the
 //!    outcome is on its way (or delivered).
+//! 9. `starter_waits` implies waiter slot 0 holds the starter's mailbox: `waiting(key)` counts
+//!    the sharers besides the request that started the job, so the starter must be told apart
+//!    even after it left and a joiner reused its slot.
 //!
 //! # The lock
 //!
@@ -52,6 +55,7 @@
 //! the table already shows the new state (counters exact), and invariant 8 keeps the handed-out
 //! values from being reached twice.
 
+use std::borrow::Borrow;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
@@ -118,6 +122,8 @@ pub(crate) struct Dropped<W, L> {
 pub(crate) struct Finished<W, L> {
     pub(crate) waiters: Slab<W>,
     pub(crate) next: Option<(JobId, L)>,
+    /// The table is closed and no job runs any more: nothing will ever run again.
+    pub(crate) closed_and_idle: bool,
 }
 
 /// What a waiter that gave up leaves behind, to be dropped after the lock is released.
@@ -142,7 +148,13 @@ struct Job<K, C, D, W, L> {
     owner: C,
     phase: Phase<D, L>,
     waiters: Slab<W>,
+    /// Whether the request that started the job still waits: its mailbox is then the one in
+    /// slot [`STARTER_SLOT`], which a joiner may reuse once the starter left.
+    starter_waits: bool,
 }
+
+/// The waiter slot of a job's starter: the first insert into the job's fresh slab.
+const STARTER_SLOT: usize = 0;
 
 /// The maps' hasher. Both maps hold at most `slots + queue_limit` entries (live jobs only), so
 /// even crafted colliding keys cost at most a scan of that many: a fast seeded hasher is safe,
@@ -247,12 +259,14 @@ where
                 };
                 let mut waiters = Slab::default();
                 let slot = waiters.insert(mailbox());
+                debug_assert_eq!(slot, STARTER_SLOT);
                 let index = state.jobs.insert(Job {
                     serial,
                     key: vacant_key.key().clone(),
                     owner: vacant_caller.key().clone(),
                     phase,
                     waiters,
+                    starter_waits: true,
                 });
                 let job_id = JobId { index, serial };
                 vacant_key.insert(job_id);
@@ -273,7 +287,11 @@ where
 
     /// Rule 1 alone: registers `mailbox` on the job in flight for `key`, returning the job's
     /// deadline if it is still queued; gives the mailbox back if no job is in flight.
-    pub(crate) fn join(&self, key: &K, mailbox: W) -> Result<(WaiterId, Option<D>), W> {
+    pub(crate) fn join<Q>(&self, key: &Q, mailbox: W) -> Result<(WaiterId, Option<D>), W>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let mut state = self.state.lock();
         let Some(&job_id) = state.by_key.get(key) else {
             return Err(mailbox);
@@ -301,6 +319,10 @@ where
             };
         };
         let mailbox = job.waiters.remove(waiter.slot);
+        if waiter.slot == STARTER_SLOT && mailbox.is_some() {
+            // A joiner only gets slot 0 after the starter left, and then this is already false.
+            job.starter_waits = false;
+        }
         let abandon = job.waiters.is_empty() && matches!(job.phase, Phase::Queued { .. });
         let abandoned = if abandon {
             let dropped = state.remove_queued(waiter.job);
@@ -343,6 +365,7 @@ where
         Some(Finished {
             waiters: job.waiters,
             next,
+            closed_and_idle: state.closed && state.running == 0,
         })
     }
 
@@ -385,13 +408,18 @@ where
         self.state.lock().queue.len()
     }
 
-    /// How many waiters the job in flight for `key` has (0 if none is in flight).
-    pub(crate) fn waiting(&self, key: &K) -> usize {
+    /// How many waiters the job in flight for `key` has besides its starter (0 if no job for
+    /// `key` is in flight).
+    pub(crate) fn waiting<Q>(&self, key: &Q) -> usize
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let state = self.state.lock();
-        state
-            .by_key
-            .get(key)
-            .map_or(0, |&job_id| state.job(job_id).waiters.len())
+        state.by_key.get(key).map_or(0, |&job_id| {
+            let job = state.job(job_id);
+            job.waiters.len() - usize::from(job.starter_waits)
+        })
     }
 
     /// Whether `close` was called.
@@ -514,6 +542,10 @@ where
             let job = self.job(job_id);
             assert!(job.key == *key, "invariant 4: key maps to its job");
             assert_eq!(self.callers.get(&job.owner), Some(&job_id), "invariant 5");
+            assert!(
+                !job.starter_waits || job.waiters.get(STARTER_SLOT).is_some(),
+                "invariant 9: a waiting starter holds slot 0"
+            );
         }
         assert!(!self.closed || self.queue.is_empty(), "invariant 7");
     }

@@ -9,10 +9,10 @@ use std::hash::Hash;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::Error;
-use crate::pool::{CoreTable, Mailbox, Outcome};
+use crate::pool::{Mailbox, Outcome, Shared};
 use crate::slab::Slab;
 use crate::table::WaiterId;
+use crate::{BusyCause, Error};
 
 /// Sends `outcome` to every mailbox: clones to all but the last, which gets the original.
 ///
@@ -40,7 +40,7 @@ where
     K: Hash + Eq + Clone,
     C: Hash + Eq + Clone,
 {
-    table: &'a CoreTable<K, C, V>,
+    shared: &'a Shared<K, C, V>,
     id: WaiterId,
     /// Whether the table may still hold this waiter's mailbox.
     registered: bool,
@@ -53,9 +53,9 @@ where
     V: Clone,
 {
     /// Guards the registration `id`; create it right after the table returned `id`.
-    pub(crate) fn new(table: &'a CoreTable<K, C, V>, id: WaiterId) -> Self {
+    pub(crate) fn new(shared: &'a Shared<K, C, V>, id: WaiterId) -> Self {
         Self {
-            table,
+            shared,
             id,
             registered: true,
         }
@@ -75,9 +75,15 @@ where
                 biased;
                 received = &mut outcome => return self.received(received),
                 () = tokio::time::sleep_until(deadline) => {
-                    if let Some(expired) = self.table.expire(self.id.job) {
+                    if let Some(expired) = self.shared.table.expire(self.id.job) {
                         tracing::debug!("a queued job waited past its limit: Busy");
-                        deliver(expired.waiters, Err(Error::Busy));
+                        let queue_wait = expired.launch.queued_for();
+                        self.shared.hooks.call(|hooks| hooks.expired(queue_wait));
+                        let busy = Error::Busy {
+                            cause: BusyCause::WaitExpired,
+                            retry_after: self.shared.wait,
+                        };
+                        deliver(expired.waiters, Err(busy));
                         drop(expired.launch);
                     }
                 }
@@ -104,9 +110,12 @@ where
         if self.registered {
             // Leaving may abandon a queued job: its closure (a user value) is dropped here,
             // after the table's lock was released.
-            let left = self.table.leave(self.id);
-            if left.abandoned.is_some() {
+            let left = self.shared.table.leave(self.id);
+            if let Some(abandoned) = &left.abandoned {
                 tracing::debug!("the last waiter of a queued job left: the job is dropped");
+                self.shared
+                    .hooks
+                    .call(|hooks| hooks.abandoned(abandoned.queued_for()));
             }
             drop((left.mailbox, left.abandoned));
         }

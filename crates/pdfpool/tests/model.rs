@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::settle;
-use pdfpool::{Error, Pool};
+use pdfpool::{BusyCause, Error, Pool};
 use proptest::prelude::*;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -62,7 +62,10 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Ended {
     Value(u64),
-    Busy,
+    /// `Busy`, refused at once.
+    QueueFull,
+    /// `Busy`, after waiting past the limit.
+    WaitExpired,
     CallerBusy,
     Panicked,
     Closed,
@@ -73,7 +76,14 @@ enum Ended {
 fn ended(outcome: Result<u64, Error>) -> Ended {
     match outcome {
         Ok(value) => Ended::Value(value),
-        Err(Error::Busy) => Ended::Busy,
+        Err(Error::Busy {
+            cause: BusyCause::QueueFull,
+            retry_after,
+        }) if retry_after == Duration::from_millis(WAIT_MS) => Ended::QueueFull,
+        Err(Error::Busy {
+            cause: BusyCause::WaitExpired,
+            retry_after,
+        }) if retry_after == Duration::from_millis(WAIT_MS) => Ended::WaitExpired,
         Err(Error::CallerBusy) => Ended::CallerBusy,
         Err(Error::Panicked(_)) => Ended::Panicked,
         Err(Error::Closed) => Ended::Closed,
@@ -98,6 +108,8 @@ enum Phase {
 struct ModelJob {
     phase: Phase,
     owner: u8,
+    /// The request that started the job (it counts in `waiters` while it waits).
+    starter: usize,
     waiters: Vec<usize>,
 }
 
@@ -138,7 +150,9 @@ impl Model {
     }
 
     fn waiting(&self, key: u8) -> usize {
-        self.jobs.get(&key).map_or(0, |job| job.waiters.len())
+        self.jobs.get(&key).map_or(0, |job| {
+            job.waiters.iter().filter(|&&r| r != job.starter).count()
+        })
     }
 
     fn new_request(&mut self, expect: Expect) -> usize {
@@ -157,7 +171,7 @@ impl Model {
         } else if self.callers.contains(&caller) {
             Some(Ended::CallerBusy)
         } else if self.running() >= self.slots && self.queue.len() >= self.queue_limit {
-            Some(Ended::Busy)
+            Some(Ended::QueueFull)
         } else {
             None
         };
@@ -180,6 +194,7 @@ impl Model {
             ModelJob {
                 phase,
                 owner: caller,
+                starter: request,
                 waiters: vec![request],
             },
         );
@@ -227,7 +242,7 @@ impl Model {
             .expect("a waiting request waits on a job");
         job.waiters.retain(|&r| r != request);
         if job.waiters.is_empty() && matches!(job.phase, Phase::Queued { .. }) {
-            self.end_job(key, Ended::Busy); // no waiter is left to be told
+            self.end_job(key, Ended::WaitExpired); // no waiter is left to be told
         }
     }
 
@@ -242,7 +257,7 @@ impl Model {
             })
             .collect();
         for key in expired {
-            self.end_job(key, Ended::Busy);
+            self.end_job(key, Ended::WaitExpired);
         }
     }
 

@@ -32,3 +32,22 @@ fn zero_slots_panics_at_the_callers_line() {
     });
     assert_eq!(file, file!());
 }
+
+#[test]
+fn zero_slots_with_hooks_panics_at_the_callers_line() {
+    struct NoHooks;
+    impl pdfpool::Hooks for NoHooks {}
+    let file = panic_location(|| {
+        let _pool: Pool<u8, u8, u8> = Pool::with_hooks(0, 1, Duration::from_secs(1), NoHooks);
+    });
+    assert_eq!(file, file!());
+}
+
+#[cfg(feature = "tower")]
+#[test]
+fn zero_slots_in_the_admission_layer_panics_at_the_callers_line() {
+    let file = panic_location(|| {
+        let _layer = pdfpool::AdmissionLayer::new(0, 1, Duration::from_secs(1));
+    });
+    assert_eq!(file, file!());
+}

@@ -5,13 +5,25 @@ mod common;
 use std::time::Duration;
 
 use common::{gated, never, settle};
-use pdfpool::{Error, Pool};
+use pdfpool::{BusyCause, Error, Pool};
 use tokio::task::JoinHandle;
 use tokio::time::advance;
 
 type TestPool = Pool<&'static str, &'static str, String>;
 
 const WAIT: Duration = Duration::from_secs(10);
+
+/// Refused at once: no slot, no queue place.
+const QUEUE_FULL: Error = Error::Busy {
+    cause: BusyCause::QueueFull,
+    retry_after: WAIT,
+};
+
+/// The job waited past the limit.
+const WAIT_EXPIRED: Error = Error::Busy {
+    cause: BusyCause::WaitExpired,
+    retry_after: WAIT,
+};
 
 /// Spawns `pool.run(key, caller, job)` as its own task.
 fn spawn_run<F, Fut>(
@@ -48,14 +60,14 @@ async fn identical_requests_share_one_job_and_its_value() {
     let second = spawn_run(&pool, "a.pdf", "bob", never());
     let joiner = spawn_join(&pool, "a.pdf");
     settle().await;
-    assert_eq!(pool.waiting(&"a.pdf"), 3);
+    assert_eq!(pool.waiting("a.pdf"), 2, "the sharers, not the starter");
     assert_eq!(counters(&pool), (1, 0), "joiners take no slot");
     gate.finish("text".into());
     assert_eq!(starter.await.unwrap(), Ok("text".into()));
     assert_eq!(second.await.unwrap(), Ok("text".into()));
     assert_eq!(joiner.await.unwrap(), Some(Ok("text".into())));
     assert_eq!(gate.calls(), 1);
-    assert_eq!((counters(&pool), pool.waiting(&"a.pdf")), ((0, 0), 0));
+    assert_eq!((counters(&pool), pool.waiting("a.pdf")), ((0, 0), 0));
 }
 
 #[tokio::test(start_paused = true)]
@@ -69,7 +81,7 @@ async fn a_busy_caller_may_still_join_another_key() {
     // alice owns a.pdf, yet joins b.pdf: rule 1 comes before rule 2, and takes no slot.
     let alice_joins = spawn_run(&pool, "b.pdf", "alice", never());
     settle().await;
-    assert_eq!(pool.waiting(&"b.pdf"), 2);
+    assert_eq!(pool.waiting("b.pdf"), 1, "alice shares bob's job");
     other.finish("b".into());
     own.finish("a".into());
     assert_eq!(alice_joins.await.unwrap(), Ok("b".into()));
@@ -91,10 +103,10 @@ async fn joining_takes_no_queue_place_even_when_the_queue_is_full() {
     settle().await;
     assert_eq!(
         dave.await.unwrap(),
-        Err(Error::Busy),
+        Err(QUEUE_FULL),
         "queue full for a new key"
     );
-    assert_eq!(pool.waiting(&"b"), 2, "carol joined the queued job");
+    assert_eq!(pool.waiting("b"), 1, "carol joined the queued job");
     a.finish("a".into());
     settle().await;
     b.finish("b".into());
@@ -105,7 +117,7 @@ async fn joining_takes_no_queue_place_even_when_the_queue_is_full() {
 #[tokio::test(start_paused = true)]
 async fn join_without_a_job_in_flight_is_none_and_starts_nothing() {
     let pool = TestPool::new(1, 1, WAIT);
-    assert_eq!(pool.join(&"a").await, None);
+    assert_eq!(pool.join("a").await, None);
     assert_eq!(counters(&pool), (0, 0));
 }
 
@@ -158,7 +170,7 @@ async fn a_full_queue_refuses_at_once_without_calling_the_closure() {
     let _rb = spawn_run(&pool, "b", "bob", b_job);
     settle().await;
     let (c, c_job) = gated();
-    assert_eq!(pool.run("c", "carol", c_job).await, Err(Error::Busy));
+    assert_eq!(pool.run("c", "carol", c_job).await, Err(QUEUE_FULL));
     assert_eq!(c.calls(), 0);
     assert_eq!(counters(&pool), (1, 1));
 }
@@ -169,7 +181,7 @@ async fn a_zero_queue_refuses_once_every_slot_is_taken() {
     let (_a, a_job) = gated();
     let _ra = spawn_run(&pool, "a", "alice", a_job);
     settle().await;
-    assert_eq!(pool.run("b", "bob", never()).await, Err(Error::Busy));
+    assert_eq!(pool.run("b", "bob", never()).await, Err(QUEUE_FULL));
 }
 
 #[tokio::test(start_paused = true)]
@@ -221,15 +233,16 @@ async fn waiting_past_the_limit_is_busy_for_everyone_on_the_job() {
     advance(Duration::from_millis(5_999)).await;
     settle().await;
     assert!(!starter.is_finished(), "one millisecond before the limit");
-    assert_eq!(pool.waiting(&"b"), 3);
+    assert_eq!(pool.waiting("b"), 2);
     advance(Duration::from_millis(1)).await;
     settle().await;
-    assert_eq!(starter.await.unwrap(), Err(Error::Busy));
-    assert_eq!(joiner.await.unwrap(), Some(Err(Error::Busy)));
-    assert_eq!(sharer.await.unwrap(), Err(Error::Busy));
+    assert_eq!(starter.await.unwrap(), Err(WAIT_EXPIRED));
+    assert_eq!(joiner.await.unwrap(), Some(Err(WAIT_EXPIRED)));
+    assert_eq!(sharer.await.unwrap(), Err(WAIT_EXPIRED));
+    assert_eq!(WAIT_EXPIRED.retry_after(), Some(WAIT));
     assert_eq!(b.calls(), 0, "an expired job never runs");
     assert_eq!(counters(&pool), (1, 0));
-    assert_eq!(pool.waiting(&"b"), 0);
+    assert_eq!(pool.waiting("b"), 0);
     // bob is free again, and the queue place is back.
     let (_b2, b2_job) = gated();
     let _again = spawn_run(&pool, "b", "bob", b2_job);
@@ -266,7 +279,7 @@ async fn a_timeout_around_run_gives_the_queue_place_back() {
     let shorter = tokio::time::timeout(Duration::from_secs(1), pool.run("b", "bob", b_job)).await;
     assert!(shorter.is_err(), "the caller gave up first");
     assert_eq!(counters(&pool), (1, 0));
-    assert_eq!(pool.waiting(&"b"), 0);
+    assert_eq!(pool.waiting("b"), 0);
     assert_eq!(b.calls(), 0);
     let (_b2, b2_job) = gated();
     let _again = spawn_run(&pool, "b2", "bob", b2_job);
@@ -285,10 +298,14 @@ async fn the_last_waiter_leaving_a_queued_job_frees_its_place_and_caller() {
     let starter = spawn_run(&pool, "b", "bob", b_job);
     let joiner = spawn_join(&pool, "b");
     settle().await;
-    assert_eq!(pool.waiting(&"b"), 2);
+    assert_eq!(pool.waiting("b"), 1, "the joiner; bob started the job");
     starter.abort();
     settle().await;
-    assert_eq!(pool.waiting(&"b"), 1);
+    assert_eq!(
+        pool.waiting("b"),
+        1,
+        "the joiner still waits; the starter left"
+    );
     assert_eq!(
         counters(&pool),
         (1, 1),
@@ -298,7 +315,7 @@ async fn the_last_waiter_leaving_a_queued_job_frees_its_place_and_caller() {
     joiner.abort();
     settle().await;
     assert_eq!(counters(&pool), (1, 0));
-    assert_eq!(pool.waiting(&"b"), 0);
+    assert_eq!(pool.waiting("b"), 0);
     assert_eq!(b.calls(), 0, "an abandoned job never runs");
     let (_c, c_job) = gated();
     let _rc = spawn_run(&pool, "c", "bob", c_job);
@@ -335,7 +352,7 @@ async fn a_running_job_outlives_every_waiter_and_keeps_its_caller_busy() {
     starter.abort();
     joiner.abort();
     settle().await;
-    assert_eq!((pool.running(), pool.waiting(&"a")), (1, 0));
+    assert_eq!((pool.running(), pool.waiting("a")), (1, 0));
     assert_eq!(
         pool.run("b", "alice", never()).await,
         Err(Error::CallerBusy)
@@ -476,7 +493,7 @@ async fn a_value_whose_clone_panics_fails_only_that_copy() {
     };
     let sharer = {
         let pool = pool.clone();
-        tokio::spawn(async move { pool.join(&"a").await })
+        tokio::spawn(async move { pool.join("a").await })
     };
     settle().await;
     gate.finish(Fragile(7));
@@ -509,7 +526,7 @@ async fn close_refuses_new_jobs_drops_queued_ones_and_lets_running_ones_finish()
     let late = spawn_run(&pool, "a", "dave", never());
     let joiner = spawn_join(&pool, "a");
     settle().await;
-    assert_eq!(pool.waiting(&"a"), 3);
+    assert_eq!(pool.waiting("a"), 2);
     a.finish("a".into());
     assert_eq!(ra.await.unwrap(), Ok("a".into()));
     assert_eq!(late.await.unwrap(), Ok("a".into()));
@@ -546,10 +563,10 @@ fn jobs_whose_runtime_shuts_down_end_with_closed_and_free_their_slots() {
     assert_eq!(counters(&pool), (1, 1));
     let joiners = {
         let pool = pool.clone();
-        waiters.spawn(async move { tokio::join!(pool.join(&"a"), pool.join(&"b")) })
+        waiters.spawn(async move { tokio::join!(pool.join("a"), pool.join("b")) })
     };
     waiters.block_on(settle());
-    assert_eq!((pool.waiting(&"a"), pool.waiting(&"b")), (2, 2));
+    assert_eq!((pool.waiting("a"), pool.waiting("b")), (1, 1));
     // Dropping the runtime drops the job task of "a": its slot frees, "b" is promoted and
     // spawned on the runtime being shut down, which drops it too.
     drop(jobs);
@@ -595,7 +612,7 @@ fn pools_and_their_futures_are_send_and_sync() {
     let pool = TestPool::new(1, 1, WAIT);
     assert_send_sync(&pool);
     assert_send(&pool.run("a", "alice", never()));
-    assert_send(&pool.join(&"a"));
+    assert_send(&pool.join("a"));
     assert!(format!("{pool:?}").contains("running: 0"));
 }
 
@@ -634,4 +651,83 @@ fn queueing_on_a_runtime_without_time_blames_the_runtime() {
         // The job has to wait, and the wait limit needs a timer.
         let _ = pool.run("b", "bob", never()).await;
     });
+}
+
+// `waiting`, borrowed keys and the limits.
+
+/// A pool keyed and called by `String`s, asked with `&str`s.
+type OwnedPool = Pool<String, String, String>;
+
+#[tokio::test(start_paused = true)]
+async fn waiting_counts_the_sharers_but_never_the_starter() {
+    const SHARERS: usize = 100;
+    let pool = OwnedPool::new(1, 0, WAIT);
+    let (mut gate, job) = gated();
+    let starter = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.run("a".into(), "alice".into(), job).await })
+    };
+    settle().await;
+    assert_eq!(pool.waiting("a"), 0, "only the starter waits");
+    let joiners: Vec<_> = (0..SHARERS)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.join("a").await })
+        })
+        .collect();
+    settle().await;
+    assert_eq!(pool.waiting("a"), SHARERS);
+    // The starter leaving changes nothing; a joiner then reuses its waiter slot and counts.
+    starter.abort();
+    settle().await;
+    assert_eq!(pool.waiting("a"), SHARERS);
+    let late = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.join("a").await })
+    };
+    settle().await;
+    assert_eq!(pool.waiting("a"), SHARERS + 1);
+    late.abort();
+    settle().await;
+    assert_eq!(pool.waiting("a"), SHARERS);
+    gate.finish("text".into());
+    for joiner in joiners {
+        assert_eq!(joiner.await.unwrap(), Some(Ok("text".into())));
+    }
+    assert_eq!(pool.waiting("a"), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn join_and_waiting_take_a_borrowed_key() {
+    let pool = OwnedPool::new(1, 0, WAIT);
+    let key: &str = "report.pdf";
+    assert_eq!(pool.join(key).await, None);
+    assert_eq!(pool.waiting(key), 0);
+    let (mut gate, job) = gated();
+    let starter = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.run(key.to_owned(), "alice".into(), job).await })
+    };
+    settle().await;
+    let joiner = {
+        let pool = pool.clone();
+        tokio::spawn(async move { pool.join(key).await })
+    };
+    settle().await;
+    assert_eq!(pool.waiting(key), 1);
+    gate.finish("text".into());
+    assert_eq!(joiner.await.unwrap(), Some(Ok("text".into())));
+    assert_eq!(starter.await.unwrap(), Ok("text".into()));
+}
+
+#[test]
+fn the_limits_read_back_as_given_and_wait_is_capped() {
+    let pool = TestPool::new(3, 5, WAIT);
+    assert_eq!(
+        (pool.slots(), pool.queue_limit(), pool.wait()),
+        (3, 5, WAIT)
+    );
+    let unlimited = TestPool::new(1, 0, Duration::MAX);
+    assert_eq!((unlimited.slots(), unlimited.queue_limit()), (1, 0));
+    assert_eq!(unlimited.wait(), TestPool::MAX_WAIT);
 }

@@ -59,7 +59,7 @@ fn same_key_joins_even_for_a_busy_caller_and_takes_no_place() {
         }
         other => panic!("expected Joined, got {other:?}"),
     }
-    assert_eq!(table.waiting(&"a"), 2);
+    assert_eq!(table.waiting(&"a"), 1, "bob; alice started the job");
     assert_eq!((table.running(), table.queued()), (2, 0));
 }
 
@@ -145,7 +145,16 @@ fn leave_after_the_job_ended_finds_nothing() {
     assert_eq!(again.job.index, a.job.index);
     let left = table.leave(a);
     assert_eq!((left.mailbox, left.abandoned), (None, None));
-    assert_eq!(table.waiting(&"a"), 1);
+    assert_eq!(
+        table.waiting(&"a"),
+        0,
+        "the new job's starter still waits, uncounted"
+    );
+    assert_eq!(
+        table.leave(again).mailbox,
+        Some("m2"),
+        "and is still registered"
+    );
 }
 
 #[test]
@@ -199,4 +208,23 @@ fn zero_queue_refuses_as_soon_as_slots_are_full() {
         refused(table.admit("b", "bob", || "m2", || (0, "lb"))),
         Refusal::Busy
     );
+}
+
+#[test]
+fn waiting_leaves_out_the_starter_even_after_a_joiner_took_its_slot() {
+    let table = TestTable::new(1, 0);
+    let starter = started(table.admit("a", "alice", || "m-alice", || (0, "la")));
+    assert_eq!(table.waiting("a"), 0, "the starter alone");
+    let (bob, _) = table.join("a", "m-bob").unwrap();
+    assert_eq!(table.waiting("a"), 1);
+    assert_eq!(table.leave(starter).mailbox, Some("m-alice"));
+    assert_eq!(table.waiting("a"), 1, "bob still shares the job");
+    // carol gets the starter's freed slot: she is a sharer, not a starter.
+    let (carol, _) = table.join("a", "m-carol").unwrap();
+    assert_eq!(carol.slot, STARTER_SLOT);
+    assert_eq!(table.waiting("a"), 2);
+    assert_eq!(table.leave(carol).mailbox, Some("m-carol"));
+    assert_eq!(table.leave(bob).mailbox, Some("m-bob"));
+    assert_eq!(table.waiting("a"), 0);
+    assert_eq!(table.waiting("nothing in flight"), 0);
 }

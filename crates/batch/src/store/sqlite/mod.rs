@@ -30,9 +30,9 @@ use thread::ConnectionThread;
 /// SQLite's work (and its fsyncs, with [`Synchronous::Full`]) never blocks the tokio thread
 /// that awaits it. Calls run one at a time in the order they were made; calls that arrive
 /// while the thread is busy share the next commit (group commit), each in a savepoint of its
-/// own, and none answers before its commit. The rotation lives in the database too (a partial index of the claimable jobs in
-/// submit order); only its cursor is kept in memory, so a restarted runner starts the rotation
-/// again at the oldest live job.
+/// own, and none answers before its commit. The rotation lives in the database too (a partial
+/// index of the claimable jobs in submit order); only its cursor is kept in memory, so a
+/// restarted runner starts the rotation again at the oldest live job.
 ///
 /// # Guarantees
 ///
@@ -46,8 +46,8 @@ use thread::ConnectionThread;
 ///   keep their results and are not fetched again; pending ones are fetched.
 /// - **At-least-once fetch, exactly-once storage.** A target in flight when the process died
 ///   was never stored: it is fetched again after the restart, and its result is stored once.
-/// - **Nothing stored is lost** by a failed call: each call is one transaction, rolled back on
-///   error (a full disk, a lock held too long).
+/// - **Nothing stored is lost** by a failed call: each call is one savepoint of a transaction,
+///   undone on error (a full disk, a lock held too long), and answered only once committed.
 /// - Claims never lapse ([`Store::lease_ttl`] is `None`): one process owns the file. Several
 ///   runner processes over one set of jobs need the PostgreSQL store.
 ///
@@ -136,12 +136,15 @@ impl Inner {
         let result = f(&self.conn, &mut changed);
         if self.conn.is_autocommit() {
             // SQLite ended the transaction (a full disk, an I/O error): abort the batch.
-            let error = match result {
-                Err(error) => return self.abort_with(error),
-                Ok(_) => SqliteError::Aborted("the transaction ended inside a call".into()),
+            self.aborted = Some(SqliteError::Aborted(
+                "an earlier call of its batch failed and SQLite rolled the batch back".into(),
+            ));
+            return match result {
+                Err(error) => Err(error),
+                Ok(_) => {
+                    Err(SqliteError::Aborted("the transaction ended inside a call".into()).into())
+                }
             };
-            self.aborted = Some(error.duplicate());
-            return Err(error.into());
         }
         let ended = match &result {
             Ok(_) => self.execute("RELEASE call"),
@@ -159,14 +162,6 @@ impl Inner {
             self.counters = changed;
         }
         result
-    }
-
-    /// Records that SQLite rolled the batch back while `error` happened; `error` itself.
-    fn abort_with<R, E: From<SqliteError>>(&mut self, error: E) -> Result<R, E> {
-        self.aborted = Some(SqliteError::Aborted(
-            "an earlier call of its batch failed and SQLite rolled the batch back".into(),
-        ));
-        Err(error)
     }
 
     /// Runs `f`, which only reads, inside the batch's transaction.

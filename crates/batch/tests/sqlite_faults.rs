@@ -1,32 +1,14 @@
 //! Faults of the SQLite store's file: each is a typed error, and nothing stored is lost.
 
+mod scratch;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use scratch::Scratch;
+
 use batch::store::{NewJob, SqliteError, SqliteStore, Store};
 use batch::{Caller, StoreError, SubmitError, Timestamp};
-
-/// A fresh folder under the system temp dir, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("batch-faults-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    fn db(&self) -> PathBuf {
-        self.0.join("jobs.db")
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn job(caller: &str, n: usize) -> NewJob {
     NewJob {
@@ -63,7 +45,7 @@ fn open_err(path: &Path) -> SqliteError {
 
 #[test]
 fn garbage_file_is_refused_as_corrupt_and_left_alone() {
-    let dir = Scratch::new("garbage");
+    let dir = Scratch::new("faults", "garbage");
     let garbage = vec![0xAB_u8; 8192];
     std::fs::write(dir.db(), &garbage).unwrap();
     assert!(matches!(open_err(&dir.db()), SqliteError::Corrupt(_)));
@@ -72,7 +54,7 @@ fn garbage_file_is_refused_as_corrupt_and_left_alone() {
 
 #[test]
 fn truncated_file_is_refused_as_corrupt() {
-    let dir = Scratch::new("truncated");
+    let dir = Scratch::new("faults", "truncated");
     written_db(&dir.db(), 2000);
     let len = std::fs::metadata(dir.db()).unwrap().len();
     assert!(len > 8 * 4096, "the job spans many pages ({len} bytes)");
@@ -93,7 +75,7 @@ fn truncated_file_is_refused_as_corrupt() {
 
 #[test]
 fn newer_schema_is_refused_and_not_altered() {
-    let dir = Scratch::new("newer");
+    let dir = Scratch::new("faults", "newer");
     written_db(&dir.db(), 3);
     {
         // A rollback-journal file: switching it to WAL (a change) must not happen either.
@@ -123,14 +105,14 @@ fn newer_schema_is_refused_and_not_altered() {
 
 #[test]
 fn missing_folder_is_unreadable() {
-    let dir = Scratch::new("missing");
+    let dir = Scratch::new("faults", "missing");
     let path = dir.0.join("no-such-folder").join("jobs.db");
     assert!(matches!(open_err(&path), SqliteError::Unreadable(_)));
 }
 
 #[test]
 fn database_locked_at_open_is_a_locked_error() {
-    let dir = Scratch::new("locked-open");
+    let dir = Scratch::new("faults", "locked-open");
     // A rollback-journal database under an exclusive lock: no reader gets in.
     let holder = rusqlite::Connection::open(dir.db()).unwrap();
     holder
@@ -142,7 +124,7 @@ fn database_locked_at_open_is_a_locked_error() {
 
 #[test]
 fn database_locked_while_running_is_unavailable_then_recovers() {
-    let dir = Scratch::new("locked-run");
+    let dir = Scratch::new("faults", "locked-run");
     let store = SqliteStore::options()
         .busy_timeout(Duration::ZERO)
         .open(dir.db())
@@ -195,7 +177,7 @@ impl Drop for Immutable {
 
 #[test]
 fn read_only_file_is_refused_as_read_only() {
-    let dir = Scratch::new("read-only");
+    let dir = Scratch::new("faults", "read-only");
     written_db(&dir.db(), 3);
     let mut perms = std::fs::metadata(dir.db()).unwrap().permissions();
     perms.set_readonly(true);
@@ -226,7 +208,7 @@ fn read_only_file_is_refused_as_read_only() {
 
 #[test]
 fn bad_settings_are_typed_errors_and_touch_no_file() {
-    let dir = Scratch::new("settings");
+    let dir = Scratch::new("faults", "settings");
     for timeout in [Duration::MAX, Duration::from_secs(25 * 24 * 3600)] {
         let err = SqliteStore::options()
             .busy_timeout(timeout)

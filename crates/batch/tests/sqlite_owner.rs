@@ -5,11 +5,15 @@
 //! The other process is this test binary itself, running one of the ignored `child_*` tests;
 //! parent and child talk over the child's stdin and stdout, so no step depends on timing.
 
+mod scratch;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
+
+use scratch::Scratch;
 
 use batch::store::{SqliteError, SqliteStore};
 use batch::{Caller, Config, FetchError, Hooks, JobStatus, Runner};
@@ -75,28 +79,6 @@ fn child_holds_the_file() {
     let _ = std::io::stdin().read_line(&mut line);
 }
 
-/// A fresh folder under the system temp dir, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("batch-owner-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    fn db(&self) -> PathBuf {
-        self.0.join("jobs.db")
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Sends each terminal status to the test.
 struct EndSignal(tokio::sync::mpsc::UnboundedSender<JobStatus>);
 
@@ -125,7 +107,7 @@ fn snapshot(dir: &Path) -> Vec<(String, u64)> {
 
 #[test]
 fn a_live_file_is_refused_to_another_process() {
-    let scratch = Scratch::new("refused");
+    let scratch = Scratch::new("owner", "refused");
     let db = scratch.db();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -200,7 +182,7 @@ fn a_live_file_is_refused_to_another_process() {
 
 #[test]
 fn a_killed_owners_file_opens_at_once() {
-    let scratch = Scratch::new("killed");
+    let scratch = Scratch::new("owner", "killed");
     let db = scratch.db();
     let (mut child, mut stdout) = start_child("child_holds_the_file", &db);
     assert_eq!(next_report(&mut stdout), "open");
@@ -220,7 +202,7 @@ fn a_killed_owners_file_opens_at_once() {
 
 #[test]
 fn a_dropped_stores_file_opens_again_at_once_in_this_process() {
-    let scratch = Scratch::new("reopen");
+    let scratch = Scratch::new("owner", "reopen");
     let db = scratch.db();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -263,7 +263,7 @@ impl SqliteStore {
             stored_bytes: Arc::clone(&stored_bytes),
             _owner: owner,
         };
-        let thread = ConnectionThread::spawn("batch-sqlite", inner)
+        let thread = ConnectionThread::spawn("batch-sqlite", inner, owner::closed)
             .map_err(|err| SqliteError::Unreadable(format!("no thread for the store: {err}")))?;
         Ok(Self {
             thread,

@@ -20,6 +20,17 @@
 //! [`CLOSING`] first, and an open in this process that finds the lock taken looks there: a
 //! store of this process that is still closing the file is waited for, so "drop, then open
 //! again" always works. Only a live store, or another process, makes an open `InUse`.
+//!
+//! 1. `hand_over` closes the store's channel and records the thread's handle under the list's
+//!    lock, so an opener sees the store either live or in the list, never between.
+//! 2. The thread, once it has released the file lock, removes its own entry ([`closed`]),
+//!    so no handle of a finished thread stays behind (it would be a leaked, unjoined thread).
+//! 3. An opener refused by the file lock looks in the list under the list's lock. An entry:
+//!    it takes the handle, joins the thread (outside the list's lock) and tries again. No
+//!    entry: it tries the lock once more while still holding the list's lock, which settles a
+//!    thread that released the file between the first try and step 2. Refused again means a
+//!    live store or another process: `InUse`.
+//!
 //! `CLOSING` is std's mutex, not the `sync` shim's: this is I/O, which the loom models leave
 //! out, and it never guards user code.
 
@@ -41,15 +52,20 @@ fn closing() -> std::sync::MutexGuard<'static, Vec<(PathBuf, JoinHandle<()>)>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Hands the closing thread of the store that owns `key` to later openers: `finish` closes
-/// the store's channel and returns its thread. Both happen under the list's lock, so an
-/// opener sees the store either live (`InUse`) or in the list (waited for), never between.
+/// Step 1: hands the closing thread of the store that owns `key` to later openers; `finish`
+/// closes the store's channel and returns its thread.
 pub(super) fn hand_over(key: &Path, finish: impl FnOnce() -> Option<JoinHandle<()>>) {
     let mut list = closing();
-    list.retain(|(_, thread)| !thread.is_finished());
     if let Some(thread) = finish() {
         list.push((key.to_path_buf(), thread));
     }
+}
+
+/// Step 2: called by a store's thread as its last act, after it released the file lock.
+pub(super) fn closed() {
+    let me = std::thread::current().id();
+    // Dropping our own handle detaches this thread, which is ending anyway.
+    closing().retain(|(_, thread)| thread.thread().id() != me);
 }
 
 /// Holds the owner lock of one database file until dropped.
@@ -76,27 +92,30 @@ impl OwnerLock {
             .open(&path)
             .map_err(|err| io_error(&path, &err))?;
         let key = std::fs::canonicalize(&path).map_err(|err| io_error(&path, &err))?;
+        let refused = || SqliteError::InUse { lock: path.clone() };
         let mut waited = false;
         loop {
             match file.try_lock() {
                 Ok(()) => return Ok(Self { _file: file, key }),
                 Err(TryLockError::WouldBlock) if !waited => {
                     waited = true;
-                    let mine = {
+                    // Step 3.
+                    let closing_thread = {
                         let mut list = closing();
-                        let found = list.iter().position(|(held, _)| *held == key);
-                        found.map(|at| list.swap_remove(at).1)
-                    };
-                    match mine {
-                        // A store of this process is closing the file: wait for it (this
-                        // blocks, as opening does anyway), then try once more.
-                        Some(thread) => {
-                            let _ = thread.join();
+                        match list.iter().position(|(held, _)| *held == key) {
+                            Some(at) => list.swap_remove(at).1,
+                            None => match file.try_lock() {
+                                Ok(()) => return Ok(Self { _file: file, key }),
+                                Err(TryLockError::WouldBlock) => return Err(refused()),
+                                Err(TryLockError::Error(err)) => return Err(io_error(&path, &err)),
+                            },
                         }
-                        None => return Err(SqliteError::InUse { lock: path }),
-                    }
+                    };
+                    // A store of this process is closing the file: wait for it (this blocks,
+                    // as opening does anyway), then try once more.
+                    let _ = closing_thread.join();
                 }
-                Err(TryLockError::WouldBlock) => return Err(SqliteError::InUse { lock: path }),
+                Err(TryLockError::WouldBlock) => return Err(refused()),
                 Err(TryLockError::Error(err)) => return Err(io_error(&path, &err)),
             }
         }

@@ -121,12 +121,17 @@ impl<C> std::fmt::Debug for ConnectionThread<C> {
 }
 
 impl<C: Batches + Send + 'static> ConnectionThread<C> {
-    /// Starts the thread, which owns `owned` until the thread ends.
+    /// Starts the thread, which owns `owned` until the thread ends, and then, as its last
+    /// act, calls `ended`.
     ///
     /// # Errors
     ///
     /// The OS refused a new thread.
-    pub(super) fn spawn(name: &str, owned: C) -> std::io::Result<Self> {
+    pub(super) fn spawn(
+        name: &str,
+        owned: C,
+        ended: impl FnOnce() + Send + 'static,
+    ) -> std::io::Result<Self> {
         let (calls, receiver) = mpsc::channel::<Box<dyn Call<C>>>();
         let (exit, exited) = oneshot::channel();
         let thread = std::thread::Builder::new()
@@ -146,6 +151,7 @@ impl<C: Batches + Send + 'static> ConnectionThread<C> {
                 // Step 6: the connection closes here, before the lock beside it is released.
                 drop(owned);
                 let _ = exit.send(());
+                ended();
             })?;
         Ok(Self {
             calls: Some(calls),

@@ -17,15 +17,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use batch::hooks::Hooks;
+use batch::store::{MemoryStore, Store};
 use batch::store::{SqliteStore, Synchronous};
-use batch::{Caller, Config, FetchError, Hooks, JobStatus, MemoryStore, Runner, Store};
+use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 use tokio::time::MissedTickBehavior;
 
 /// Sends each terminal status to the bench.
 struct EndSignal(tokio::sync::mpsc::UnboundedSender<JobStatus>);
 
 impl Hooks for EndSignal {
-    fn job(&self, status: JobStatus) {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let status = event.status;
         let _ = self.0.send(status);
     }
 }
@@ -131,14 +134,11 @@ fn run_case(kind: StoreKind, targets: u64, sleep: bool, dir: &std::path::Path) -
 }
 
 async fn run_job<S: Store>(store: S, targets: u64, sleep: bool) {
-    let fetch = move |_cancel, _caller: &Caller, n: &u64| {
-        let n = *n;
-        async move {
-            if sleep {
-                tokio::time::sleep(Duration::from_micros(200)).await;
-            }
-            Ok::<u64, FetchError>(n + 1)
+    let fetch = move |_ctx: FetchContext, n: u64| async move {
+        if sleep {
+            tokio::time::sleep(Duration::from_micros(200)).await;
         }
+        Ok::<u64, FetchError>(n + 1)
     };
     let (ended_tx, mut ended) = tokio::sync::mpsc::unbounded_channel();
     let config = Config::default()

@@ -11,8 +11,9 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
+use batch::hooks::Hooks;
 use batch::store::{PostgresOptions, PostgresStore, SqliteStore};
-use batch::{Caller, Config, FetchError, Hooks, JobStatus, Runner};
+use batch::{Caller, Config, FetchContext, FetchError, Runner};
 use criterion::{BatchSize, Criterion, Throughput, criterion_main};
 use tokio::runtime::Runtime;
 use tokio::sync::Notify;
@@ -29,7 +30,8 @@ struct Ended {
 }
 
 impl Hooks for Ended {
-    fn job(&self, _status: JobStatus) {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let _status = event.status;
         if self.jobs.fetch_add(1, Ordering::AcqRel) + 1 == self.expected {
             self.all.notify_waiters();
         }
@@ -51,7 +53,7 @@ fn options(schema: &str) -> PostgresOptions {
 
 /// One runner per store (2 workers each), the jobs submitted round-robin over them, until
 /// every job ended.
-async fn run_runners<S: batch::Store>(stores: Vec<S>, callers: &[Caller], targets: &[u32]) {
+async fn run_runners<S: batch::store::Store>(stores: Vec<S>, callers: &[Caller], targets: &[u32]) {
     let ended = Arc::new(Ended {
         jobs: AtomicUsize::new(0),
         expected: callers.len(),
@@ -65,10 +67,8 @@ async fn run_runners<S: batch::Store>(stores: Vec<S>, callers: &[Caller], target
             .workers(2)
             .max_live_jobs(callers.len())
             .hooks(ended.clone());
-        let fetch = |_cancel, _caller: &Caller, n: &u32| {
-            let n = *n;
-            async move { Ok::<u32, FetchError>(n.wrapping_mul(2)) }
-        };
+        let fetch =
+            |_ctx: FetchContext, n: u32| async move { Ok::<u32, FetchError>(n.wrapping_mul(2)) };
         runners.push(Runner::new(config, store, fetch).await.unwrap());
     }
     for (i, caller) in callers.iter().enumerate() {

@@ -14,7 +14,9 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use batch::{Caller, Config, FetchError, Hooks, JobStatus, MemoryStore, Runner, Store};
+use batch::hooks::Hooks;
+use batch::store::{MemoryStore, Store};
+use batch::{Caller, Config, FetchContext, FetchError, Runner};
 use criterion::{Criterion, Throughput, criterion_main};
 use tokio::sync::Notify;
 
@@ -29,7 +31,8 @@ struct Ended {
 }
 
 impl Hooks for Ended {
-    fn job(&self, _status: JobStatus) {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let _status = event.status;
         if self.jobs.fetch_add(1, Ordering::AcqRel) + 1 == self.expected {
             self.all.notify_waiters();
         }
@@ -52,7 +55,7 @@ async fn run_batch<S: Store>(store: S, callers: &[Caller], targets: &[u32]) {
         .workers(4)
         .max_live_jobs(callers.len())
         .hooks(ended.clone());
-    let fetch = |_cancel, _caller: &Caller, n: &u32| fetch_one(*n);
+    let fetch = |_ctx: FetchContext, n: u32| fetch_one(n);
     let runner = Runner::new(config, store, fetch).await.unwrap();
     let mut all = pin!(ended.all.notified());
     all.as_mut().enable();
@@ -112,8 +115,9 @@ fn bench(c: &mut Criterion) {
 mod sqlite {
     use std::path::PathBuf;
 
+    use batch::Caller;
+    use batch::store::MemoryStore;
     use batch::store::{SqliteStore, Synchronous};
-    use batch::{Caller, MemoryStore};
     use criterion::{BatchSize, Criterion, Throughput};
     use tokio::runtime::Runtime;
 

@@ -9,14 +9,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use batch::store::SqliteStore;
-use batch::{Caller, CancellationToken, Config, FetchError, JobId, MemoryStore, Runner, Store};
+use batch::store::{MemoryStore, Store};
+use batch::{Caller, Config, FetchContext, FetchError, JobId, Runner};
 
 /// Pretends to download `url`: `b/2` is busy on its first try, `c/*` is slow.
 async fn download(url: String, busy_once: Arc<AtomicU32>) -> Result<String, FetchError> {
     println!("  fetch {url}");
     if url == "b/2" && busy_once.fetch_add(1, Ordering::Relaxed) == 0 {
         println!("  {url} is busy: retry later");
-        return Err(FetchError::RetryLater);
+        return Err(FetchError::retry_later("busy"));
     }
     if url.starts_with("c/") {
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -30,11 +31,7 @@ async fn download(url: String, busy_once: Arc<AtomicU32>) -> Result<String, Fetc
     Ok(format!("{} bytes", url.len() * 100))
 }
 
-async fn show<F, S>(runner: &Runner<String, String, F, S>, name: &str, id: JobId, who: &Caller)
-where
-    F: batch::Fetch<String, String>,
-    S: Store,
-{
+async fn show(runner: &Runner<String, String>, name: &str, id: JobId, who: &Caller) {
     let job = runner.status(id, who).await.expect("the job exists");
     let targets: Vec<String> = job
         .targets
@@ -65,9 +62,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 async fn demo<S: Store>(store: S) -> Result<(), Box<dyn std::error::Error>> {
     let busy_once = Arc::new(AtomicU32::new(0));
-    let fetch = move |_cancel: CancellationToken, _who: &Caller, url: &String| {
-        download(url.clone(), Arc::clone(&busy_once))
-    };
+    let fetch =
+        move |_ctx: FetchContext, url: String| download(url.clone(), Arc::clone(&busy_once));
     let config = Config::default()
         .workers(1)
         .retry(Duration::from_millis(50), Duration::from_secs(5));

@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use batch::hooks::Hooks;
 use batch::store::SqliteStore;
-use batch::{
-    Caller, CancellationToken, Config, FetchError, Hooks, JobId, JobStatus, Runner, Store,
-};
+use batch::store::Store;
+use batch::{Caller, Config, FetchContext, FetchError, JobId, Runner};
 
 const PAGES: u32 = 20;
 
@@ -26,10 +26,14 @@ async fn extract(page: u32) -> Result<String, FetchError> {
 struct Progress(tokio::sync::Notify);
 
 impl Hooks for Progress {
-    fn target(&self, outcome: batch::TargetOutcome, elapsed: Duration, _bytes: u64) {
-        println!("  stored a target: {outcome:?} after {elapsed:.0?}");
+    fn target(&self, event: &batch::hooks::TargetEvent) {
+        println!(
+            "  stored target {}: {:?} after {:.0?}",
+            event.index, event.outcome, event.elapsed
+        );
     }
-    fn job(&self, status: JobStatus) {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let status = event.status;
         println!("job ended: {status}");
         self.0.notify_one();
     }
@@ -55,7 +59,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     let progress = Arc::new(Progress(tokio::sync::Notify::new()));
-    let fetch = |_cancel: CancellationToken, _who: &Caller, page: &u32| extract(*page);
+    let fetch = |_ctx: FetchContext, page: u32| extract(page);
     let config = Config::default().workers(1).hooks(progress.clone());
     let runner = Runner::new(config, store, fetch).await?;
 

@@ -7,14 +7,11 @@ use std::time::Duration;
 use crate::error::ConfigError;
 use crate::hooks::{Hooks, NoHooks};
 
-/// The most workers a runner accepts.
-pub const MAX_WORKERS: usize = 1024;
-
 /// How a [`Runner`](crate::Runner) works; checked by [`Runner::new`](crate::Runner::new).
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct Config {
-    /// Worker tasks: how many targets may be in flight at once (1..=[`MAX_WORKERS`]).
+    /// Worker tasks: how many targets may be in flight at once (1..=[`Config::MAX_WORKERS`]).
     pub workers: usize,
     /// How long a busy target waits before it is tried again (above zero).
     pub retry_wait: Duration,
@@ -64,6 +61,9 @@ impl fmt::Debug for Config {
 }
 
 impl Config {
+    /// The most workers a runner accepts.
+    pub const MAX_WORKERS: usize = 1024;
+
     /// Sets `workers`.
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers;
@@ -107,10 +107,10 @@ impl Config {
     ///
     /// The first invalid field, as a [`ConfigError`].
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.workers == 0 || self.workers > MAX_WORKERS {
+        if self.workers == 0 || self.workers > Self::MAX_WORKERS {
             return Err(ConfigError::Workers {
                 workers: self.workers,
-                max: MAX_WORKERS,
+                max: Self::MAX_WORKERS,
             });
         }
         if self.retry_wait.is_zero() {
@@ -150,14 +150,14 @@ mod tests {
                 Config::default().workers(0),
                 ConfigError::Workers {
                     workers: 0,
-                    max: MAX_WORKERS,
+                    max: Config::MAX_WORKERS,
                 },
             ),
             (
-                Config::default().workers(MAX_WORKERS + 1),
+                Config::default().workers(Config::MAX_WORKERS + 1),
                 ConfigError::Workers {
-                    workers: MAX_WORKERS + 1,
-                    max: MAX_WORKERS,
+                    workers: Config::MAX_WORKERS + 1,
+                    max: Config::MAX_WORKERS,
                 },
             ),
             (

@@ -9,7 +9,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// `workers` is zero (nothing would ever run) or above [`MAX_WORKERS`](crate::MAX_WORKERS).
+    /// `workers` is zero (nothing would ever run) or above [`Config::MAX_WORKERS`](crate::Config::MAX_WORKERS).
     #[error("workers must be between 1 and {max}, not {workers}")]
     Workers {
         /// The value given.

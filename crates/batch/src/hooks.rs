@@ -1,18 +1,61 @@
-//! Hooks: what the runner reports for metrics.
+//! Hooks: callbacks a service implements for metrics ([`Hooks`]), and the events they get.
+//!
+//! Set them with [`Config::hooks`](crate::Config::hooks). Every call runs under panicguard on
+//! the runner's tasks and never under a lock.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::StoreError;
-use crate::job::JobStatus;
+use crate::job::{JobId, JobStatus};
 
 /// How a stored target ended, for [`Hooks::target`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum TargetOutcome {
     /// Stored done.
     Done,
     /// Stored failed (an error, a panic, or busy for longer than `retry_for`).
     Failed,
+}
+
+/// A stored target, for [`Hooks::target`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TargetEvent {
+    /// Its job.
+    pub job: JobId,
+    /// Its index in the job.
+    pub index: usize,
+    /// How it ended.
+    pub outcome: TargetOutcome,
+    /// How long its last fetch took.
+    pub elapsed: Duration,
+    /// The bytes stored for it (the output JSON, or the error text and hint).
+    pub result_bytes: u64,
+}
+
+/// A job that reached a terminal status, for [`Hooks::job`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobEvent {
+    /// The job.
+    pub job: JobId,
+    /// Its terminal status.
+    pub status: JobStatus,
+    /// How long after its submit it ended.
+    pub after: Duration,
+}
+
+/// A target taken over from a claim whose lease lapsed, for [`Hooks::rescued`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RescueEvent {
+    /// Its job.
+    pub job: JobId,
+    /// Its index in the job.
+    pub index: usize,
 }
 
 /// Callbacks for metrics; every method defaults to doing nothing.
@@ -23,6 +66,9 @@ pub enum TargetOutcome {
 /// workers change a count at once, their calls may arrive in either order: each change makes
 /// exactly one call carrying the count right after it, but the last call seen need not carry
 /// the latest count.
+///
+/// The events are structs marked `#[non_exhaustive]`: fields may be added without breaking a
+/// hook that reads the ones it knows.
 pub trait Hooks: Send + Sync + 'static {
     /// The number of live (queued or running) jobs changed: on submit, when a job ends, on
     /// cancel.
@@ -35,32 +81,28 @@ pub trait Hooks: Send + Sync + 'static {
         let _ = in_flight;
     }
 
-    /// A target was stored: how it ended, how long its last fetch took, and the bytes stored
-    /// for it (the output JSON, or the error text and hint). Not called for busy retries.
-    fn target(&self, outcome: TargetOutcome, elapsed: Duration, result_bytes: u64) {
-        let _ = (outcome, elapsed, result_bytes);
+    /// A target was stored. Not called for busy retries.
+    fn target(&self, event: &TargetEvent) {
+        let _ = event;
     }
 
-    /// A job reached a terminal status; exactly once per job.
-    fn job(&self, status: JobStatus) {
-        let _ = status;
+    /// A job reached a terminal status (also `cancelled`); exactly once per job, before the
+    /// [`depth`](Self::depth) call its end makes.
+    fn job(&self, event: &JobEvent) {
+        let _ = event;
     }
 
     /// A worker took over a target whose previous claim's lease lapsed (its holder died or
     /// stalled without renewing): that target may be fetched twice, its result is still stored
     /// once. Only stores with leases make this happen.
-    fn rescued(&self) {}
+    fn rescued(&self, event: &RescueEvent) {
+        let _ = event;
+    }
 
     /// A store call failed; the runner waits `retry_wait` and tries it again (a claimed
     /// target keeps its claim meanwhile, so nothing is dropped). Logged with `tracing` too.
     fn store_error(&self, error: &StoreError) {
         let _ = error;
-    }
-
-    /// A job reached a terminal status, this long after it was submitted; exactly once per job,
-    /// right after [`job`](Self::job) (also for `cancelled`).
-    fn job_seconds(&self, seconds: f64) {
-        let _ = seconds;
     }
 }
 
@@ -99,23 +141,19 @@ impl GuardedHooks {
         self.call("inflight", |h| h.inflight(in_flight));
     }
 
-    pub(crate) fn target(&self, outcome: TargetOutcome, elapsed: Duration, result_bytes: u64) {
-        self.call("target", |h| h.target(outcome, elapsed, result_bytes));
+    pub(crate) fn target(&self, event: &TargetEvent) {
+        self.call("target", |h| h.target(event));
     }
 
-    pub(crate) fn job(&self, status: JobStatus) {
-        self.call("job", |h| h.job(status));
+    pub(crate) fn job(&self, event: &JobEvent) {
+        self.call("job", |h| h.job(event));
     }
 
-    pub(crate) fn rescued(&self) {
-        self.call("rescued", |h| h.rescued());
+    pub(crate) fn rescued(&self, event: &RescueEvent) {
+        self.call("rescued", |h| h.rescued(event));
     }
 
     pub(crate) fn store_error(&self, error: &StoreError) {
         self.call("store_error", |h| h.store_error(error));
-    }
-
-    pub(crate) fn job_seconds(&self, seconds: f64) {
-        self.call("job_seconds", |h| h.job_seconds(seconds));
     }
 }

@@ -4,8 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-/// A job's id, unique within its store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A job's id, unique within its store. Serialized as its number.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct JobId(u64);
 
 impl JobId {
@@ -60,7 +63,10 @@ impl fmt::Display for Caller {
 /// Where a job is in its life.
 ///
 /// `Queued` and `Running` are *live*; the other four are *terminal* and never change again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Serialized as [`as_str`](Self::as_str)'s word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum JobStatus {
     /// Submitted; no target started yet.
     Queued,
@@ -124,7 +130,12 @@ impl fmt::Display for JobStatus {
 }
 
 /// One target of a [`Job`] snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialized (serde) as an object tagged by `"state"`: `{"state": "pending"}`,
+/// `{"state": "done", "output_json": "…"}`, `{"state": "failed", "error": "…", "hint": null}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum TargetState {
     /// Not stored yet (maybe in flight, maybe waiting for a busy retry).
     Pending,
@@ -213,7 +224,10 @@ pub(crate) type ResultColumns<'a> = (
 );
 
 /// A snapshot of one job, from [`Runner::status`](crate::Runner::status).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serializable (serde) as it is, so a service can return it without a DTO of its own.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Job {
     /// Its id.
     pub id: JobId,
@@ -228,7 +242,8 @@ pub struct Job {
 }
 
 /// One target of a [`Job`] snapshot: the target as submitted, and where it is.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct TargetEntry {
     /// The target, as JSON.
     pub target_json: String,
@@ -236,7 +251,50 @@ pub struct TargetEntry {
     pub state: TargetState,
 }
 
+impl TargetEntry {
+    /// An entry, as a store builds it.
+    pub fn new(target_json: String, state: TargetState) -> Self {
+        Self { target_json, state }
+    }
+
+    /// The target, deserialized.
+    ///
+    /// # Errors
+    ///
+    /// The stored JSON does not fit `T`.
+    pub fn target<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(&self.target_json)
+    }
+
+    /// The output, deserialized; `None` unless the target is done. See
+    /// [`TargetState::output`].
+    ///
+    /// # Errors
+    ///
+    /// The stored JSON does not fit `O`.
+    pub fn output<O: serde::de::DeserializeOwned>(&self) -> Option<Result<O, serde_json::Error>> {
+        self.state.output()
+    }
+}
+
 impl Job {
+    /// A snapshot, as a store builds it.
+    pub fn new(
+        id: JobId,
+        status: JobStatus,
+        created: SystemTime,
+        updated: SystemTime,
+        targets: Vec<TargetEntry>,
+    ) -> Self {
+        Self {
+            id,
+            status,
+            created,
+            updated,
+            targets,
+        }
+    }
+
     /// How many targets are pending, done and failed.
     pub fn counts(&self) -> Counts {
         let mut counts = Counts::default();
@@ -252,7 +310,8 @@ impl Job {
 }
 
 /// Target counts of a [`Job`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Counts {
     /// Not stored yet.
     pub pending: usize,

@@ -1,9 +1,10 @@
 #![doc = include_str!("../README.md")]
 
 mod config;
+mod erased;
 mod error;
 mod fetch;
-mod hooks;
+pub mod hooks;
 mod job;
 mod runner;
 pub mod store;
@@ -14,14 +15,11 @@ mod worker;
 #[cfg(test)]
 mod tests;
 
-pub use config::{Config, MAX_WORKERS};
+pub use config::Config;
 pub use error::{
     BoxError, ConfigError, InvalidJob, NewError, StatusError, StoreError, SubmitError,
 };
-pub use fetch::{Fetch, FetchError};
-pub use hooks::{Hooks, NoHooks, TargetOutcome};
+pub use fetch::{Fetch, FetchContext, FetchError, fetch_fn};
+pub use hooks::TargetOutcome;
 pub use job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
 pub use runner::Runner;
-pub use store::{MemoryStore, Store};
-pub use time::Timestamp;
-pub use tokio_util::sync::CancellationToken;

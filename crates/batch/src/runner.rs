@@ -12,18 +12,19 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
+use crate::erased::{DynFetch, DynStore};
 use crate::error::{InvalidJob, NewError, StatusError, StoreError, SubmitError};
 use crate::fetch::Fetch;
-use crate::hooks::GuardedHooks;
+use crate::hooks::{GuardedHooks, JobEvent};
 use crate::job::{Caller, Job, JobId, JobStatus};
 use crate::store::{CancelOutcome, Ended, NewJob, Store};
 use crate::time::Clock;
 use crate::worker;
 
 /// What the workers and the facade share.
-pub(crate) struct Shared<T, O, F, S> {
-    pub(crate) store: S,
-    pub(crate) fetch: F,
+pub(crate) struct Shared<T, O> {
+    pub(crate) store: Box<dyn DynStore>,
+    pub(crate) fetch: Box<dyn DynFetch<T, O>>,
     pub(crate) config: Config,
     /// `config.hooks`, each call under panicguard.
     pub(crate) hooks: GuardedHooks,
@@ -41,7 +42,7 @@ pub(crate) struct Shared<T, O, F, S> {
     _types: PhantomData<fn(T) -> O>,
 }
 
-impl<T, O, F, S> Shared<T, O, F, S> {
+impl<T, O> Shared<T, O> {
     /// Wakes every sleeping worker: something may have become ready. Call it after the store
     /// changed; it costs one atomic load when no worker is idle.
     pub(crate) fn wake_idle(&self) {
@@ -50,11 +51,14 @@ impl<T, O, F, S> Shared<T, O, F, S> {
         }
     }
 
-    /// Reports a job that just ended: `job`, `job_seconds`, then `depth`.
-    pub(crate) fn report_end(&self, ended: Ended) {
+    /// Reports job `job` that just ended: `job`, then `depth`.
+    pub(crate) fn report_end(&self, job: JobId, ended: Ended) {
         let hooks = &self.hooks;
-        hooks.job(ended.status);
-        hooks.job_seconds(ended.after.as_secs_f64());
+        hooks.job(&JobEvent {
+            job,
+            status: ended.status,
+            after: ended.after,
+        });
         hooks.depth(ended.live_jobs);
     }
 }
@@ -62,19 +66,20 @@ impl<T, O, F, S> Shared<T, O, F, S> {
 /// Runs jobs of targets: `workers` tasks drain every live job fairly, one target at a time
 /// per job, round-robin across jobs.
 ///
-/// `T` is the target type, `O` the output type, `F` the [`Fetch`], `S` the [`Store`]. Targets
-/// and outputs are kept in the store as JSON.
+/// `T` is the target type and `O` the output type; the [`Fetch`] and the [`Store`] are chosen
+/// at [`new`](Self::new) and kept behind trait objects, so a runner's type names only what it
+/// carries and can be a struct field. Targets and outputs are kept in the store as JSON.
 ///
 /// # Guarantees
 ///
 /// See the crate docs: each job is serial, jobs alternate, busy targets are retried, a
 /// cancelled job starts no further target, hooks fire exactly once per event.
-pub struct Runner<T, O, F, S> {
-    shared: Arc<Shared<T, O, F, S>>,
+pub struct Runner<T, O> {
+    shared: Arc<Shared<T, O>>,
     workers: TaskTracker,
 }
 
-impl<T, O, F, S> fmt::Debug for Runner<T, O, F, S> {
+impl<T, O> fmt::Debug for Runner<T, O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runner")
             .field("config", &self.shared.config)
@@ -83,12 +88,10 @@ impl<T, O, F, S> fmt::Debug for Runner<T, O, F, S> {
     }
 }
 
-impl<T, O, F, S> Runner<T, O, F, S>
+impl<T, O> Runner<T, O>
 where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
-    F: Fetch<T, O>,
-    S: Store,
 {
     /// Checks `config`, lets `store` hand back the live jobs it holds (a restart), and starts
     /// `config.workers` worker tasks on the current tokio runtime.
@@ -105,7 +108,11 @@ where
     ///
     /// Dropping the future before it completes starts no worker; what the store's recovery did
     /// stays done (it is idempotent).
-    pub async fn new(config: Config, store: S, fetch: F) -> Result<Self, NewError> {
+    pub async fn new(
+        config: Config,
+        store: impl Store,
+        fetch: impl Fetch<T, O>,
+    ) -> Result<Self, NewError> {
         config.validate()?;
         let clock = Clock::start();
         let live_jobs = store.recover(clock.now()).await?;
@@ -114,8 +121,8 @@ where
             hooks.depth(live_jobs);
         }
         let shared = Arc::new(Shared {
-            store,
-            fetch,
+            store: Box::new(store) as Box<dyn DynStore>,
+            fetch: Box::new(fetch) as Box<dyn DynFetch<T, O>>,
             clock,
             wake: Notify::new(),
             shutdown: CancellationToken::new(),
@@ -249,7 +256,7 @@ where
         match outcome {
             CancelOutcome::Cancelled(ended) => {
                 debug_assert_eq!(ended.status, JobStatus::Cancelled);
-                self.shared.report_end(ended);
+                self.shared.report_end(id, ended);
                 Ok(true)
             }
             CancelOutcome::NotFound | CancelOutcome::Terminal => Ok(false),
@@ -272,14 +279,9 @@ where
         self.shared.wake.notify_waiters();
         self.workers.wait().await;
     }
-
-    /// The store, for reads a runner does not offer.
-    pub fn store(&self) -> &S {
-        &self.shared.store
-    }
 }
 
-impl<T, O, F, S> Drop for Runner<T, O, F, S> {
+impl<T, O> Drop for Runner<T, O> {
     /// Asks the workers to stop (as `close` does) without waiting for them.
     fn drop(&mut self) {
         self.shared.closed.store(true, Ordering::Release);

@@ -26,11 +26,11 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::StoreError;
-use crate::fetch::{Fetch, FetchError};
-use crate::hooks::TargetOutcome;
+use crate::fetch::{FetchContext, FetchError};
+use crate::hooks::{RescueEvent, TargetEvent, TargetOutcome};
 use crate::job::TargetState;
 use crate::runner::Shared;
-use crate::store::{Claim, Completion, Store};
+use crate::store::{Claim, Completion};
 use crate::time::Timestamp;
 
 /// The error text a panicking fetch leaves in its target.
@@ -39,18 +39,20 @@ pub(crate) const INTERNAL_ERROR: &str = "internal error";
 /// What one fetch came to, before it is stored.
 enum Attempt {
     Result(TargetState),
-    Busy,
+    /// Busy: why, and how long to wait if not `retry_wait`.
+    Busy {
+        reason: String,
+        after: Option<Duration>,
+    },
     /// An error while closing, or a lost lease: the result is not stored.
     Abandon,
 }
 
 /// Runs one worker until close.
-pub(crate) async fn run<T, O, F, S>(shared: Arc<Shared<T, O, F, S>>)
+pub(crate) async fn run<T, O>(shared: Arc<Shared<T, O>>)
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
-    F: Fetch<T, O>,
-    S: Store,
 {
     // The token this worker's fetches get: a child of the close token, so a fetch that
     // cancels its own token stops no other worker and never the runner. Replaced if a fetch
@@ -127,10 +129,7 @@ impl Drop for Idle<'_> {
 
 /// Calls the store until it answers, waiting `retry_wait` after each failure; `None` once the
 /// runner closes. A failing store is logged, never skipped: a claim stays out until stored.
-async fn store_call<T, O, F, S, R, Fut>(
-    shared: &Shared<T, O, F, S>,
-    mut call: impl FnMut() -> Fut,
-) -> Option<R>
+async fn store_call<T, O, R, Fut>(shared: &Shared<T, O>, mut call: impl FnMut() -> Fut) -> Option<R>
 where
     Fut: Future<Output = Result<R, StoreError>>,
 {
@@ -155,16 +154,14 @@ where
 }
 
 /// Fetches and stores one claimed target; the clock reading taken when the fetch ended.
-async fn serve<T, O, F, S>(
-    shared: &Shared<T, O, F, S>,
+async fn serve<T, O>(
+    shared: &Shared<T, O>,
     token: &mut CancellationToken,
     claim: Claim,
 ) -> Timestamp
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
-    F: Fetch<T, O>,
-    S: Store,
 {
     let hooks = &shared.hooks;
     if claim.rescued {
@@ -173,7 +170,10 @@ where
             target = claim.index,
             "rescued a target whose claim lapsed; it may be fetched twice"
         );
-        hooks.rescued();
+        hooks.rescued(&RescueEvent {
+            job: claim.job,
+            index: claim.index,
+        });
     }
     hooks.inflight(shared.in_flight.fetch_add(1, Ordering::Relaxed) + 1);
     let started = shared.clock.now();
@@ -187,21 +187,21 @@ where
     let result = match attempt {
         // Closing most likely made the fetch fail: not the target's fault. It stays pending
         // for the next runner over this store.
-        Attempt::Result(TargetState::Failed { .. }) | Attempt::Busy
+        Attempt::Result(TargetState::Failed { .. }) | Attempt::Busy { .. }
             if shared.closed.load(Ordering::Acquire) =>
         {
             None
         }
         Attempt::Abandon => None,
-        Attempt::Busy => {
+        Attempt::Busy { reason, after } => {
             let busy_since = claim.busy_since.unwrap_or(now);
             if now.saturating_since(busy_since) > shared.config.retry_for {
                 Some(TargetState::Failed {
-                    error: FetchError::RetryLater.to_string(),
+                    error: reason,
                     hint: None,
                 })
             } else {
-                let at = now.saturating_add(shared.config.retry_wait);
+                let at = now.saturating_add(after.unwrap_or(shared.config.retry_wait));
                 let call = || shared.store.retry_later(&claim, busy_since, at, now);
                 let _ = store_call(shared, call).await;
                 hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
@@ -227,9 +227,15 @@ where
     hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
     match stored {
         Some(Completion::Stored { bytes, ended }) => {
-            hooks.target(outcome, elapsed, bytes);
+            hooks.target(&TargetEvent {
+                job: claim.job,
+                index: claim.index,
+                outcome,
+                elapsed,
+                result_bytes: bytes,
+            });
             if let Some(ended) = ended {
-                shared.report_end(ended);
+                shared.report_end(claim.job, ended);
             }
             let max_bytes = shared.config.max_bytes;
             if let Some(evicted) = store_call(shared, || shared.store.evict_oldest(max_bytes)).await
@@ -262,16 +268,10 @@ where
 }
 
 /// Runs the fetch for `claim`, catching panics and renewing a lease while it runs.
-async fn attempt<T, O, F, S>(
-    shared: &Shared<T, O, F, S>,
-    token: &CancellationToken,
-    claim: &Claim,
-) -> Attempt
+async fn attempt<T, O>(shared: &Shared<T, O>, token: &CancellationToken, claim: &Claim) -> Attempt
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
-    F: Fetch<T, O>,
-    S: Store,
 {
     let target: T = match serde_json::from_str(&claim.target_json) {
         Ok(target) => target,
@@ -288,8 +288,9 @@ where
         Some(_) => token.child_token(),
         None => token.clone(),
     };
+    let ctx = FetchContext::new(claim.job, claim.index, claim.caller.clone(), token.clone());
     let fetched = async {
-        match panicguard::catch(|| shared.fetch.fetch(token.clone(), &claim.caller, &target)) {
+        match panicguard::catch(|| shared.fetch.fetch(ctx, target)) {
             Ok(future) => future.catch_panic().await,
             Err(panic) => Err(panic),
         }
@@ -309,7 +310,7 @@ where
                 hint: None,
             }),
         },
-        Ok(Err(FetchError::RetryLater)) => Attempt::Busy,
+        Ok(Err(FetchError::RetryLater { reason, after })) => Attempt::Busy { reason, after },
         Ok(Err(FetchError::Target { msg, hint })) => {
             Attempt::Result(TargetState::Failed { error: msg, hint })
         }
@@ -329,16 +330,13 @@ where
 
 /// Awaits `fetched` while renewing the claim every third of `ttl`; `None` (and the fetch
 /// cancelled) if the lease was lost.
-async fn with_heartbeat<T, O, F, S, R>(
-    shared: &Shared<T, O, F, S>,
+async fn with_heartbeat<T, O, R>(
+    shared: &Shared<T, O>,
     claim: &Claim,
     ttl: Duration,
     token: &CancellationToken,
     fetched: impl Future<Output = R>,
-) -> Option<R>
-where
-    S: Store,
-{
+) -> Option<R> {
     let mut fetched = pin!(fetched);
     let every = (ttl / 3).max(Duration::from_millis(1));
     loop {

@@ -13,8 +13,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use batch::hooks::Hooks;
 use batch::store::SqliteStore;
-use batch::{Caller, Config, FetchError, Hooks, JobStatus, MemoryStore, Runner, Store};
+use batch::store::{MemoryStore, Store};
+use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 const TARGETS: u64 = 20_000;
 /// Far above what a healthy run shows (about a millisecond), far below a starved one.
@@ -24,7 +26,8 @@ const GENEROUS_GAP: Duration = Duration::from_millis(500);
 struct EndSignal(tokio::sync::mpsc::UnboundedSender<JobStatus>);
 
 impl Hooks for EndSignal {
-    fn job(&self, status: JobStatus) {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let status = event.status;
         let _ = self.0.send(status);
     }
 }
@@ -50,10 +53,7 @@ fn longest_tick_gap<S: Store>(store: S, jobs: usize) -> Duration {
                 TICKER.with(|cell| cell.set((longest, last)));
             }
         });
-        let fetch = |_cancel, _caller: &Caller, n: &u64| {
-            let n = *n;
-            async move { Ok::<u64, FetchError>(n + 1) }
-        };
+        let fetch = |_ctx: FetchContext, n: u64| async move { Ok::<u64, FetchError>(n + 1) };
         let (ended_tx, mut ended) = tokio::sync::mpsc::unbounded_channel();
         let config = Config::default()
             .max_targets(TARGETS as usize)

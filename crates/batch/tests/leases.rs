@@ -7,10 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use batch::{
-    Caller, CancellationToken, Config, FetchError, JobStatus, MemoryStore, Runner, Store,
-    TargetState, Timestamp,
-};
+use batch::store::{MemoryStore, Store, Timestamp};
+use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, TargetState};
 
 const TTL: Duration = Duration::from_millis(300);
 
@@ -20,7 +18,7 @@ async fn heartbeat_keeps_a_slow_fetch_from_being_fetched_twice() {
     let calls = Arc::new(AtomicU32::new(0));
     let fetch = {
         let calls = Arc::clone(&calls);
-        move |_cancel: CancellationToken, _who: &Caller, target: &String| {
+        move |_ctx: FetchContext, target: String| {
             let (calls, target) = (Arc::clone(&calls), target.clone());
             async move {
                 calls.fetch_add(1, Ordering::Relaxed);
@@ -48,14 +46,14 @@ async fn heartbeat_keeps_a_slow_fetch_from_being_fetched_twice() {
 #[tokio::test(start_paused = true)]
 async fn a_runner_that_lost_its_lease_stores_nothing() {
     let store = Arc::new(MemoryStore::with_lease(TTL));
-    let seen_token: Arc<Mutex<Option<CancellationToken>>> = Arc::default();
+    let seen_token: Arc<Mutex<Option<FetchContext>>> = Arc::default();
     let fetch = {
         let (store, seen_token) = (Arc::clone(&store), Arc::clone(&seen_token));
-        move |cancel: CancellationToken, _who: &Caller, target: &String| {
+        move |ctx: FetchContext, target: String| {
             let (store, seen_token, target) = (store.clone(), seen_token.clone(), target.clone());
             async move {
                 if target == "stolen" {
-                    *seen_token.lock().unwrap() = Some(cancel.clone());
+                    *seen_token.lock().unwrap() = Some(ctx.clone());
                     // This fetch stalls past its lease with no heartbeat in between…
                     tokio::time::advance(TTL * 2).await;
                     // …so another replica (played by this test) takes the target over, later
@@ -113,8 +111,8 @@ async fn a_runner_that_lost_its_lease_stores_nothing() {
 #[derive(Default)]
 struct Rescues(AtomicU32);
 
-impl batch::Hooks for Rescues {
-    fn rescued(&self) {
+impl batch::hooks::Hooks for Rescues {
+    fn rescued(&self, _: &batch::hooks::RescueEvent) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -125,7 +123,7 @@ async fn a_dead_holders_claim_is_rescued_when_its_lease_lapses() {
     let calls = Arc::new(AtomicU32::new(0));
     let fetch = {
         let calls = Arc::clone(&calls);
-        move |_cancel: CancellationToken, _who: &Caller, target: &String| {
+        move |_ctx: FetchContext, target: String| {
             calls.fetch_add(1, Ordering::Relaxed);
             let target = target.clone();
             async move { Ok::<_, FetchError>(target) }

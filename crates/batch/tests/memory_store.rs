@@ -4,5 +4,5 @@ mod suite;
 
 use proptest::prelude::Strategy;
 
-runner_suite!(batch::MemoryStore::new);
-model_suite!(batch::MemoryStore::new);
+runner_suite!(batch::store::MemoryStore::new);
+model_suite!(batch::store::MemoryStore::new);

@@ -7,7 +7,8 @@ mod pg;
 use std::sync::Arc;
 
 use batch::store::PostgresStore;
-use batch::{Caller, Config, FetchError, JobStatus, Runner, Store};
+use batch::store::Store;
+use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 /// Runs one job of three targets through a runner over `store`; returns the outputs.
 async fn run_a_job(store: impl Store) -> Vec<u32> {
@@ -15,10 +16,7 @@ async fn run_a_job(store: impl Store) -> Vec<u32> {
     let config = Config::default()
         .workers(2)
         .hooks(Arc::new(pg::EndedJobs(ended_tx)));
-    let fetch = |_cancel, _caller: &Caller, n: &u32| {
-        let n = *n;
-        async move { Ok::<u32, FetchError>(n + 100) }
-    };
+    let fetch = |_ctx: FetchContext, n: u32| async move { Ok::<u32, FetchError>(n + 100) };
     let runner = Runner::new(config, store, fetch).await.unwrap();
     let caller = Caller::new("own-connections");
     let id = runner.submit(&caller, &[1, 2, 3]).await.unwrap();

@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use batch::{
-    Caller, Config, FetchError, Hooks, JobId, JobStatus, Runner, Store, TargetOutcome, TargetState,
-};
+use batch::hooks::Hooks;
+use batch::store::Store;
+use batch::{Caller, Config, FetchContext, FetchError, JobId, JobStatus, Runner, TargetState};
 
 const SCHEMA_ENV: &str = "BATCH_CRASH_TEST_SCHEMA";
 const TARGETS: u64 = 20;
@@ -44,8 +44,8 @@ fn options(schema: &str) -> batch::store::PostgresOptions {
 struct PrintStored;
 
 impl Hooks for PrintStored {
-    fn target(&self, outcome: TargetOutcome, _: Duration, _: u64) {
-        println!("stored {outcome:?}");
+    fn target(&self, event: &batch::hooks::TargetEvent) {
+        println!("stored {:?}", event.outcome);
         std::io::stdout().flush().unwrap();
     }
 }
@@ -61,18 +61,15 @@ fn child_runs_until_killed() {
         .unwrap();
     rt.block_on(async {
         let store = options(&schema).connect(&url).await.unwrap();
-        let fetch = |_cancel, _caller: &Caller, target: &u64| {
-            let target = *target;
-            async move {
-                println!("fetching {target}");
-                std::io::stdout().flush().unwrap();
-                let go = tokio::task::spawn_blocking(|| {
-                    let mut line = String::new();
-                    std::io::stdin().read_line(&mut line).map(|_| line)
-                });
-                go.await.unwrap().unwrap();
-                Ok::<u64, FetchError>(output_of(target))
-            }
+        let fetch = |_ctx: FetchContext, target: u64| async move {
+            println!("fetching {target}");
+            std::io::stdout().flush().unwrap();
+            let go = tokio::task::spawn_blocking(|| {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).map(|_| line)
+            });
+            go.await.unwrap().unwrap();
+            Ok::<u64, FetchError>(output_of(target))
         };
         let config = Config::default().workers(1).hooks(Arc::new(PrintStored));
         let runner = Runner::new(config, store, fetch).await.unwrap();
@@ -131,10 +128,11 @@ struct Signals {
 }
 
 impl Hooks for Signals {
-    fn job(&self, status: JobStatus) {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let status = event.status;
         let _ = self.ended.send(status);
     }
-    fn rescued(&self) {
+    fn rescued(&self, _: &batch::hooks::RescueEvent) {
         self.rescued.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -164,9 +162,8 @@ fn sigkill_mid_fetch_is_rescued_by_another_replica() {
 
         let fetched = Arc::new(Mutex::new(Vec::new()));
         let seen = fetched.clone();
-        let fetch = move |_cancel, _caller: &Caller, target: &u64| {
-            seen.lock().unwrap().push(*target);
-            let target = *target;
+        let fetch = move |_ctx: FetchContext, target: u64| {
+            seen.lock().unwrap().push(target);
             async move { Ok::<u64, FetchError>(output_of(target)) }
         };
         let (ended_tx, mut ended) = tokio::sync::mpsc::unbounded_channel();

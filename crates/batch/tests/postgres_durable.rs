@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use batch::hooks::Hooks;
 use batch::store::PostgresStore;
-use batch::{Caller, Config, FetchError, Hooks, JobStatus, Runner, TargetOutcome};
+use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 use tokio::sync::{Notify, Semaphore, mpsc};
 
 const TARGETS: u32 = 20;
@@ -33,11 +34,12 @@ struct Acks {
 }
 
 impl Hooks for Acks {
-    fn target(&self, _: TargetOutcome, _: Duration, _: u64) {
+    fn target(&self, _: &batch::hooks::TargetEvent) {
         self.stored.fetch_add(1, Ordering::SeqCst);
         self.changed.notify_waiters();
     }
-    fn job(&self, status: JobStatus) {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let status = event.status;
         let _ = self.ended.send(status);
     }
 }
@@ -93,8 +95,8 @@ async fn an_immediate_restart_loses_no_acknowledged_target_and_stores_each_once(
     let fetched = Arc::new(Mutex::new(Vec::new()));
     let fetch = {
         let (go, fetched) = (Arc::clone(&go), Arc::clone(&fetched));
-        move |_cancel, _caller: &Caller, target: &u32| {
-            let (go, fetching_tx, target) = (Arc::clone(&go), fetching_tx.clone(), *target);
+        move |_ctx: FetchContext, target: u32| {
+            let (go, fetching_tx, target) = (Arc::clone(&go), fetching_tx.clone(), target);
             fetched.lock().unwrap().push(target);
             async move {
                 let _ = fetching_tx.send(target);

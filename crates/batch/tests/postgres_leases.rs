@@ -7,11 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
+use batch::hooks::Hooks;
 use batch::store::{Completion, NewJob, PostgresStore};
-use batch::{
-    Caller, CancellationToken, Config, FetchError, Hooks, JobStatus, Runner, Store, TargetState,
-    Timestamp,
-};
+use batch::store::{Store, Timestamp};
+use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, TargetState};
 
 const TTL: Duration = Duration::from_secs(2);
 
@@ -119,7 +118,7 @@ async fn a_renewed_claim_is_kept() {
 struct CountRescues(AtomicUsize);
 
 impl Hooks for CountRescues {
-    fn rescued(&self) {
+    fn rescued(&self, _: &batch::hooks::RescueEvent) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -144,7 +143,7 @@ async fn a_runner_rescues_a_lapsed_claim_and_reports_it() {
         .id;
     let old = stalled.claim(now).await.unwrap().unwrap();
     let hooks = Arc::new(CountRescues::default());
-    let fetch = |_cancel: CancellationToken, _who: &Caller, target: &String| {
+    let fetch = |_ctx: FetchContext, target: String| {
         let target = target.clone();
         async move { Ok::<_, FetchError>(format!("got {target}")) }
     };

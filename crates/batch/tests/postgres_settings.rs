@@ -8,8 +8,9 @@ mod pg;
 
 use std::time::Duration;
 
+use batch::store::Store;
 use batch::store::{PostgresError, PostgresOptions, PostgresStore};
-use batch::{Caller, Config, FetchError, NewError, Runner, Store, StoreError};
+use batch::{Caller, Config, FetchContext, FetchError, NewError, Runner, StoreError};
 
 /// Every option out of its documented bounds, with its name.
 fn bad_options() -> Vec<(&'static str, PostgresOptions)> {
@@ -206,10 +207,7 @@ fn silent_server() -> (std::net::TcpListener, String) {
 }
 
 fn fetch() -> impl batch::Fetch<u32, u32> {
-    |_cancel, _caller: &Caller, n: &u32| {
-        let n = *n;
-        async move { Ok::<u32, FetchError>(n) }
-    }
+    |_ctx: FetchContext, n: u32| async move { Ok::<u32, FetchError>(n) }
 }
 
 /// On the paused clock the timeout fires as soon as the runtime has nothing else to do, so
@@ -359,7 +357,7 @@ async fn a_call_that_waits_for_a_busy_pool_is_unavailable() {
         let store = std::sync::Arc::clone(&store);
         async move {
             store
-                .claim(batch::Timestamp::from(std::time::SystemTime::now()))
+                .claim(batch::store::Timestamp::from(std::time::SystemTime::now()))
                 .await
         }
     });

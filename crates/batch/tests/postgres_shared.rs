@@ -8,10 +8,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use batch::hooks::Hooks;
 use batch::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, PostgresStore, Submitted};
+use batch::store::{Store, Timestamp};
 use batch::{
-    Caller, CancellationToken, Config, FetchError, Hooks, Job, JobId, JobStatus, Runner, Store,
-    StoreError, SubmitError, TargetOutcome, TargetState, Timestamp,
+    Caller, Config, FetchContext, FetchError, Job, JobId, JobStatus, Runner, StoreError,
+    SubmitError, TargetState,
 };
 use tokio::sync::Notify;
 
@@ -33,7 +35,7 @@ async fn notify_wakes_an_idle_replica() {
     let fetched = Arc::new(Notify::new());
     let fetch = {
         let fetched = Arc::clone(&fetched);
-        move |_cancel: CancellationToken, _who: &Caller, target: &String| {
+        move |_ctx: FetchContext, target: String| {
             let (fetched, target) = (Arc::clone(&fetched), target.clone());
             async move {
                 fetched.notify_one();
@@ -169,10 +171,11 @@ struct Counting {
 }
 
 impl Hooks for Counting {
-    fn target(&self, _outcome: TargetOutcome, _elapsed: Duration, _bytes: u64) {
+    fn target(&self, _: &batch::hooks::TargetEvent) {
         self.stored.fetch_add(1, Ordering::SeqCst);
     }
-    fn job(&self, _status: JobStatus) {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let _status = event.status;
         if self.ended.fetch_add(1, Ordering::SeqCst) + 1 == self.jobs {
             self.all_ended.notify_one();
         }
@@ -214,9 +217,9 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
         };
         let fetch = {
             let (fetched, clock) = (Arc::clone(&fetched), Arc::clone(&clock));
-            move |_cancel: CancellationToken, _who: &Caller, target: &(usize, usize)| {
+            move |_ctx: FetchContext, target: (usize, usize)| {
                 let (fetched, clock, (job, index)) =
-                    (Arc::clone(&fetched), Arc::clone(&clock), *target);
+                    (Arc::clone(&fetched), Arc::clone(&clock), target);
                 async move {
                     let start = clock.fetch_add(1, Ordering::SeqCst);
                     // Let other tasks run mid-fetch, so an overlap would show.
@@ -338,13 +341,13 @@ async fn connections_dropped_by_the_server_are_reopened_and_nothing_is_lost() {
     let fetch = {
         let (admin, terminated, fetched) = (admin.clone(), terminated.clone(), fetched.clone());
         let app = format!("batch {schema}");
-        move |_cancel: CancellationToken, _who: &Caller, target: &u64| {
+        move |_ctx: FetchContext, target: u64| {
             let (admin, terminated, fetched, app, target) = (
                 admin.clone(),
                 terminated.clone(),
                 fetched.clone(),
                 app.clone(),
-                *target,
+                target,
             );
             async move {
                 fetched.lock().unwrap().push(target);

@@ -7,7 +7,7 @@ mod pg;
 use std::sync::Arc;
 
 use batch::store::{PostgresError, PostgresStore};
-use batch::{Caller, Config, FetchError, JobStatus, Runner};
+use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 fn require_tls(url: &str) -> String {
     format!("{url}?sslmode=require")
@@ -31,10 +31,7 @@ async fn sslmode_require_runs_a_job_over_verified_tls() {
     let config = Config::default()
         .workers(2)
         .hooks(Arc::new(pg::EndedJobs(ended_tx)));
-    let fetch = |_cancel, _caller: &Caller, n: &u32| {
-        let n = *n;
-        async move { Ok::<u32, FetchError>(n * 10) }
-    };
+    let fetch = |_ctx: FetchContext, n: u32| async move { Ok::<u32, FetchError>(n * 10) };
     let runner = Runner::new(config, store, fetch).await.unwrap();
     let caller = Caller::new("tls");
     let id = runner.submit(&caller, &[1, 2, 3, 4]).await.unwrap();

@@ -7,18 +7,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use batch::{Caller, CancellationToken, Config, FetchError, JobStatus, MemoryStore, Runner};
+use batch::store::MemoryStore;
+use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 #[tokio::test(start_paused = true)]
 async fn a_fetch_cancelling_its_token_stops_neither_runner_nor_later_fetches() {
     let cancelled_on_entry = Arc::new(AtomicU32::new(0));
     let fetch = {
         let cancelled_on_entry = Arc::clone(&cancelled_on_entry);
-        move |cancel: CancellationToken, _who: &Caller, target: &String| {
-            if cancel.is_cancelled() {
+        move |ctx: FetchContext, target: String| {
+            if ctx.is_cancelled() {
                 cancelled_on_entry.fetch_add(1, Ordering::Relaxed);
             }
-            cancel.cancel();
+            ctx.token().cancel();
             let target = target.clone();
             async move { Ok::<_, FetchError>(target) }
         }
@@ -47,7 +48,7 @@ async fn a_fetch_cancelling_its_token_stops_neither_runner_nor_later_fetches() {
 
 #[tokio::test(start_paused = true)]
 async fn a_panic_while_building_the_future_is_an_internal_error() {
-    let fetch = |_cancel: CancellationToken, _who: &Caller, target: &String| {
+    let fetch = |_ctx: FetchContext, target: String| {
         assert!(target != "boom", "secret detail");
         let target = target.clone();
         async move { Ok::<_, FetchError>(target) }
@@ -78,7 +79,7 @@ async fn dropping_a_runner_stops_its_workers() {
     let alive = Arc::new(());
     let fetch = {
         let alive = Arc::clone(&alive);
-        move |_cancel: CancellationToken, _who: &Caller, target: &String| {
+        move |_ctx: FetchContext, target: String| {
             let _ = &alive;
             let target = target.clone();
             async move { Ok::<_, FetchError>(target) }
@@ -102,7 +103,7 @@ async fn dropping_a_runner_stops_its_workers() {
 #[test]
 #[should_panic(expected = "Tokio 1.x runtime")]
 fn new_outside_a_tokio_runtime_panics() {
-    let fetch = |_cancel: CancellationToken, _who: &Caller, target: &String| {
+    let fetch = |_ctx: FetchContext, target: String| {
         let target = target.clone();
         async move { Ok::<_, FetchError>(target) }
     };

@@ -11,10 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+use batch::hooks::Hooks;
 use batch::store::SqliteStore;
-use batch::{
-    Caller, Config, FetchError, Hooks, JobId, JobStatus, Runner, TargetOutcome, TargetState,
-};
+use batch::{Caller, Config, FetchContext, FetchError, JobId, JobStatus, Runner, TargetState};
 
 const DB_ENV: &str = "BATCH_CRASH_TEST_DB";
 const TARGETS: u64 = 40;
@@ -33,8 +32,8 @@ fn output_of(target: u64) -> u64 {
 struct PrintStored;
 
 impl Hooks for PrintStored {
-    fn target(&self, outcome: TargetOutcome, _: std::time::Duration, _: u64) {
-        println!("stored {outcome:?}");
+    fn target(&self, event: &batch::hooks::TargetEvent) {
+        println!("stored {:?}", event.outcome);
         std::io::stdout().flush().unwrap();
     }
 }
@@ -49,18 +48,15 @@ fn child_runs_until_killed() {
         .unwrap();
     rt.block_on(async {
         let store = SqliteStore::open(PathBuf::from(db)).unwrap();
-        let fetch = |_cancel, _caller: &Caller, target: &u64| {
-            let target = *target;
-            async move {
-                println!("fetching {target}");
-                std::io::stdout().flush().unwrap();
-                let go = tokio::task::spawn_blocking(|| {
-                    let mut line = String::new();
-                    std::io::stdin().read_line(&mut line).map(|_| line)
-                });
-                go.await.unwrap().unwrap();
-                Ok::<u64, FetchError>(output_of(target))
-            }
+        let fetch = |_ctx: FetchContext, target: u64| async move {
+            println!("fetching {target}");
+            std::io::stdout().flush().unwrap();
+            let go = tokio::task::spawn_blocking(|| {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line).map(|_| line)
+            });
+            go.await.unwrap().unwrap();
+            Ok::<u64, FetchError>(output_of(target))
         };
         let config = Config::default().workers(1).hooks(Arc::new(PrintStored));
         let runner = Runner::new(config, store, fetch).await.unwrap();
@@ -126,7 +122,8 @@ fn run_child_and_kill(db: &Path) -> JobId {
 struct EndSignal(tokio::sync::mpsc::UnboundedSender<JobStatus>);
 
 impl Hooks for EndSignal {
-    fn job(&self, status: JobStatus) {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let status = event.status;
         let _ = self.0.send(status);
     }
 }
@@ -161,9 +158,8 @@ fn crash_mid_job_resumes_on_restart() {
 
         let fetched = Arc::new(Mutex::new(Vec::new()));
         let seen = fetched.clone();
-        let fetch = move |_cancel, _caller: &Caller, target: &u64| {
-            seen.lock().unwrap().push(*target);
-            let target = *target;
+        let fetch = move |_ctx: FetchContext, target: u64| {
+            seen.lock().unwrap().push(target);
             async move { Ok::<u64, FetchError>(output_of(target)) }
         };
         let (ended_tx, mut ended) = tokio::sync::mpsc::unbounded_channel();
@@ -188,7 +184,7 @@ fn crash_mid_job_resumes_on_restart() {
 }
 
 async fn store_status(store: &SqliteStore, id: JobId) -> batch::Job {
-    use batch::Store;
+    use batch::store::Store;
     store
         .status(id, &caller())
         .await

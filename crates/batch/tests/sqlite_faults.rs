@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use scratch::Scratch;
 
+use batch::store::Timestamp;
 use batch::store::{NewJob, SqliteError, SqliteStore, Store};
-use batch::{Caller, StoreError, SubmitError, Timestamp};
+use batch::{Caller, StoreError, SubmitError};
 
 fn job(caller: &str, n: usize) -> NewJob {
     NewJob {

@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex};
 
 use scratch::Scratch;
 
+use batch::hooks::Hooks;
 use batch::store::{SqliteError, SqliteStore};
-use batch::{Caller, Config, FetchError, Hooks, JobStatus, Runner};
+use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 const DB_ENV: &str = "BATCH_OWNER_TEST_DB";
 const TARGETS: u64 = 200;
@@ -83,7 +84,8 @@ fn child_holds_the_file() {
 struct EndSignal(tokio::sync::mpsc::UnboundedSender<JobStatus>);
 
 impl Hooks for EndSignal {
-    fn job(&self, status: JobStatus) {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let status = event.status;
         let _ = self.0.send(status);
     }
 }
@@ -130,8 +132,7 @@ fn a_live_file_is_refused_to_another_process() {
         let fetched = Arc::new(Mutex::new(HashMap::<u64, u32>::new()));
         let fetch = {
             let (gate, fetched) = (Arc::clone(&gate), Arc::clone(&fetched));
-            move |_cancel, _caller: &Caller, target: &u64| {
-                let target = *target;
+            move |_ctx: FetchContext, target: u64| {
                 *fetched.lock().unwrap().entry(target).or_default() += 1;
                 let gate = Arc::clone(&gate);
                 async move {
@@ -223,11 +224,11 @@ fn a_dropped_stores_file_opens_again_at_once_in_this_process() {
     for round in 0..50u64 {
         let store = SqliteStore::open(&db).unwrap();
         rt.block_on(async {
-            use batch::Store;
+            use batch::store::Store;
             let job = batch::store::NewJob {
                 caller: Caller::new(format!("caller {round}")),
                 targets: vec![round.to_string()],
-                now: batch::Timestamp::from_micros(1),
+                now: batch::store::Timestamp::from_micros(1),
                 max_live_jobs: 1000,
             };
             store.submit(job).await.unwrap();

@@ -6,10 +6,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use batch::hooks::Hooks;
 use batch::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, Submitted};
+use batch::store::{MemoryStore, Store, Timestamp};
 use batch::{
-    Caller, CancellationToken, Config, FetchError, Hooks, Job, JobId, JobStatus, MemoryStore,
-    NewError, Runner, Store, StoreError, SubmitError, TargetState, Timestamp,
+    Caller, Config, FetchContext, FetchError, Job, JobId, JobStatus, NewError, Runner, StoreError,
+    SubmitError, TargetState,
 };
 
 /// The memory store, failing chosen calls a chosen number of times.
@@ -118,7 +120,7 @@ async fn run_one_job(store: Flaky) -> (Job, u32, u32) {
     let calls = Arc::new(AtomicU32::new(0));
     let fetch = {
         let calls = Arc::clone(&calls);
-        move |_cancel: CancellationToken, _who: &Caller, target: &String| {
+        move |_ctx: FetchContext, target: String| {
             calls.fetch_add(1, Ordering::Relaxed);
             let target = target.clone();
             async move { Ok::<_, FetchError>(target) }
@@ -173,7 +175,7 @@ async fn failing_eviction_does_not_lose_the_job() {
 
 #[tokio::test(start_paused = true)]
 async fn a_store_that_cannot_recover_fails_new() {
-    let fetch = |_cancel: CancellationToken, _who: &Caller, target: &String| {
+    let fetch = |_ctx: FetchContext, target: String| {
         let target = target.clone();
         async move { Ok::<_, FetchError>(target) }
     };

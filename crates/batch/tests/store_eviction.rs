@@ -1,8 +1,9 @@
 //! Eviction at exact byte budgets, the same on every store: whole ended jobs go, least recently
 //! touched first, until the stored bytes are at or below the budget; a live job never goes.
 
+use batch::store::Timestamp;
 use batch::store::{Evicted, NewJob, Store};
-use batch::{Caller, JobId, TargetState, Timestamp};
+use batch::{Caller, JobId, TargetState};
 
 /// Runs one store call to its end.
 fn now<F: Future>(future: F) -> F::Output {
@@ -89,7 +90,10 @@ fn exact_budgets<S: Store>(store: S, stored_bytes: impl Fn(&S) -> u64) {
 
 #[test]
 fn memory_store_evicts_at_exact_budgets() {
-    exact_budgets(batch::MemoryStore::new(), batch::MemoryStore::stored_bytes);
+    exact_budgets(
+        batch::store::MemoryStore::new(),
+        batch::store::MemoryStore::stored_bytes,
+    );
 }
 
 #[cfg(feature = "sqlite")]

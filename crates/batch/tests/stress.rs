@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use batch::{Caller, CancellationToken, Config, FetchError, Hooks, JobStatus, MemoryStore, Runner};
+use batch::hooks::Hooks;
+use batch::store::MemoryStore;
+use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
@@ -31,7 +33,8 @@ impl Hooks for Counting {
     fn depth(&self, _live_jobs: usize) {
         self.depth_calls.fetch_add(1, Ordering::Relaxed);
     }
-    fn job(&self, _status: JobStatus) {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let _status = event.status;
         if self.ended.fetch_add(1, Ordering::AcqRel) + 1 == self.jobs {
             self.all_ended.notify_waiters();
         }
@@ -54,7 +57,7 @@ async fn many_jobs_random_cancels_invariants_hold() {
     let seen = Arc::new(Seen::default());
     let fetch = {
         let seen = Arc::clone(&seen);
-        move |_cancel: CancellationToken, _who: &Caller, t: &Target| {
+        move |_ctx: FetchContext, t: Target| {
             let (seen, t) = (Arc::clone(&seen), t.clone());
             async move {
                 {
@@ -82,7 +85,7 @@ async fn many_jobs_random_cancels_invariants_hold() {
                 }
                 *seen.in_flight.lock().unwrap().get_mut(&t.job).unwrap() -= 1;
                 if t.busy && attempt == 1 {
-                    return Err(FetchError::RetryLater);
+                    return Err(FetchError::retry_later("busy"));
                 }
                 Ok::<_, FetchError>(t.job * 1000 + t.index)
             }

@@ -32,7 +32,7 @@ pub use sqlite::{MAX_BUSY_TIMEOUT, SqliteError, SqliteOptions, SqliteStore, Sync
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId, JobStatus, TargetState};
-use crate::time::Timestamp;
+pub use crate::time::Timestamp;
 
 /// A job to add, as [`Store::submit`] receives it.
 #[derive(Debug, Clone)]

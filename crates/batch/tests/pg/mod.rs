@@ -125,8 +125,9 @@ pub const PATIENCE: Duration = Duration::from_secs(120);
 /// Hooks that send every job's terminal status to the test.
 pub struct EndedJobs(pub tokio::sync::mpsc::UnboundedSender<batch::JobStatus>);
 
-impl batch::Hooks for EndedJobs {
-    fn job(&self, status: batch::JobStatus) {
+impl batch::hooks::Hooks for EndedJobs {
+    fn job(&self, event: &batch::hooks::JobEvent) {
+        let status = event.status;
         let _ = self.0.send(status);
     }
 }

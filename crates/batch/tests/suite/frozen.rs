@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use batch::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, Submitted};
-use batch::{Caller, Job, JobId, Store, StoreError, SubmitError, TargetState, Timestamp};
+use batch::store::{Store, Timestamp};
+use batch::{Caller, Job, JobId, StoreError, SubmitError, TargetState};
 
 /// A store whose every call blocks its caller's thread until done.
 pub struct Frozen<S> {

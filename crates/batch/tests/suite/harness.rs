@@ -4,7 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use batch::{Caller, CancellationToken, Fetch, FetchError, Hooks, JobStatus, TargetOutcome};
+use batch::hooks::{Hooks, JobEvent, TargetEvent};
+use batch::{Fetch, FetchContext, FetchError, JobId, JobStatus, TargetOutcome};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
@@ -137,7 +138,7 @@ impl Drop for EndGuard {
 
 /// The scripted fetch over `recorder`.
 pub fn fetcher(recorder: Arc<Recorder>) -> impl Fetch<Target, String> {
-    move |cancel: CancellationToken, _caller: &Caller, target: &Target| {
+    move |ctx: FetchContext, target: Target| {
         let (recorder, target) = (Arc::clone(&recorder), target.clone());
         async move {
             let attempt = recorder.start(&target);
@@ -151,16 +152,16 @@ pub fn fetcher(recorder: Arc<Recorder>) -> impl Fetch<Target, String> {
                 )),
                 Plan::Other => Err(FetchError::Other(format!("other {name}").into())),
                 Plan::Panic => panic!("secret {name}"),
-                Plan::Busy(times) if attempt <= times => Err(FetchError::RetryLater),
+                Plan::Busy(times) if attempt <= times => Err(FetchError::retry_later("busy")),
                 Plan::Busy(_) => Ok(format!("got {name}")),
-                Plan::BusyForever => Err(FetchError::RetryLater),
+                Plan::BusyForever => Err(FetchError::retry_later("busy")),
                 Plan::Hold if attempt == 1 => {
                     tokio::select! {
                         permit = recorder.release.acquire() => {
                             permit.unwrap().forget();
                             Ok(format!("got {name}"))
                         }
-                        () = cancel.cancelled() => Err(FetchError::Other("cancelled".into())),
+                        () = ctx.cancelled() => Err(FetchError::Other("cancelled".into())),
                     }
                 }
                 Plan::Hold => Ok(format!("got {name}")),
@@ -178,9 +179,9 @@ pub fn fetcher(recorder: Arc<Recorder>) -> impl Fetch<Target, String> {
 pub enum Event {
     Depth(usize),
     Inflight(usize),
-    Target(TargetOutcome, u64),
-    Job(JobStatus),
-    JobSeconds(f64),
+    /// Job, index, outcome, result bytes.
+    Target(JobId, usize, TargetOutcome, u64),
+    Job(JobId, JobStatus),
 }
 
 /// Hooks that record every call.
@@ -199,7 +200,7 @@ impl RecordingHooks {
         events
             .into_iter()
             .filter_map(|e| match e {
-                Event::Job(status) => Some(status),
+                Event::Job(_, status) => Some(status),
                 _ => None,
             })
             .collect()
@@ -226,14 +227,16 @@ impl Hooks for RecordingHooks {
     fn inflight(&self, in_flight: usize) {
         self.push(Event::Inflight(in_flight));
     }
-    fn target(&self, outcome: TargetOutcome, _elapsed: Duration, result_bytes: u64) {
-        self.push(Event::Target(outcome, result_bytes));
+    fn target(&self, event: &TargetEvent) {
+        self.push(Event::Target(
+            event.job,
+            event.index,
+            event.outcome,
+            event.result_bytes,
+        ));
     }
-    fn job(&self, status: JobStatus) {
-        self.push(Event::Job(status));
-    }
-    fn job_seconds(&self, seconds: f64) {
-        self.push(Event::JobSeconds(seconds));
+    fn job(&self, event: &JobEvent) {
+        self.push(Event::Job(event.job, event.status));
     }
 }
 

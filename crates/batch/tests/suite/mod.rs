@@ -4,7 +4,7 @@
 //!
 //! ```ignore
 //! mod suite;
-//! suite::runner_suite!(batch::MemoryStore::new);
+//! suite::runner_suite!(batch::store::MemoryStore::new);
 //! ```
 //!
 //! The argument is any expression callable as `Fn() -> S` for a `S: Store`. Every test runs on
@@ -20,9 +20,10 @@ pub mod model;
 use std::sync::Arc;
 use std::time::Duration;
 
+use batch::store::Store;
 use batch::{
     Caller, Config, ConfigError, InvalidJob, Job, JobId, JobStatus, NewError, Runner, StatusError,
-    Store, SubmitError, TargetOutcome, TargetState,
+    SubmitError, TargetOutcome, TargetState,
 };
 use harness::{Event, Plan, Recorder, RecordingHooks, Target, fetcher, oks, targets};
 
@@ -72,11 +73,7 @@ macro_rules! runner_suite {
 pub async fn start<S: Store>(
     store: S,
     config: Config,
-) -> (
-    Runner<Target, String, impl batch::Fetch<Target, String>, S>,
-    Arc<Recorder>,
-    Arc<RecordingHooks>,
-) {
+) -> (Runner<Target, String>, Arc<Recorder>, Arc<RecordingHooks>) {
     let recorder = Arc::new(Recorder::default());
     let hooks = Arc::new(RecordingHooks::default());
     let config = config.hooks(hooks.clone());
@@ -109,12 +106,10 @@ pub async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
 }
 
 /// Waits until job `id` has ended; its snapshot.
-pub async fn ended<T, O, F, S>(runner: &Runner<T, O, F, S>, id: JobId, caller: &Caller) -> Job
+pub async fn ended<T, O>(runner: &Runner<T, O>, id: JobId, caller: &Caller) -> Job
 where
     T: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
     O: serde::Serialize + Send + 'static,
-    F: batch::Fetch<T, O>,
-    S: Store,
 {
     let mut last = None;
     wait_for("the job to end", async || {
@@ -256,7 +251,7 @@ pub async fn busy_beyond_retry_for_fails<S: Store>(make: impl Fn() -> S) {
     assert_eq!(
         job.targets[0].state,
         TargetState::Failed {
-            error: batch::FetchError::RetryLater.to_string(),
+            error: batch::FetchError::retry_later("busy").to_string(),
             hint: None
         }
     );
@@ -321,9 +316,9 @@ pub async fn cancel_running_job<S: Store>(make: impl Fn() -> S) {
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(recorder.log(), ["a1"]);
     assert_eq!(hooks.jobs(), [JobStatus::Cancelled]);
-    assert_eq!(hooks.count(|e| matches!(e, Event::JobSeconds(_))), 1);
+    assert_eq!(hooks.count(|e| matches!(e, Event::Job(..))), 1);
     assert_eq!(
-        hooks.count(|e| matches!(e, Event::Target(TargetOutcome::Done, _))),
+        hooks.count(|e| matches!(e, Event::Target(_, _, TargetOutcome::Done, _))),
         1
     );
     runner.close().await;
@@ -414,9 +409,9 @@ pub async fn hooks_are_called_exactly_as_specified<S: Store>(make: impl Fn() -> 
     let job = ended(&runner, a, &ann).await;
     assert_eq!(job.status, JobStatus::Partial);
     let events = hooks.events();
-    let (seconds, rest): (Vec<Event>, Vec<Event>) = events
+    let (job_events, rest): (Vec<Event>, Vec<Event>) = events
         .into_iter()
-        .partition(|e| matches!(e, Event::JobSeconds(_)));
+        .partition(|e| matches!(e, Event::Job(..)));
     let ok_bytes = "\"got a1\"".len() as u64;
     let fail_bytes = ("no a2".len() + "check a2".len()) as u64;
     assert_eq!(
@@ -425,19 +420,17 @@ pub async fn hooks_are_called_exactly_as_specified<S: Store>(make: impl Fn() -> 
             Event::Depth(1),
             Event::Inflight(1),
             Event::Inflight(0),
-            Event::Target(TargetOutcome::Done, ok_bytes),
+            Event::Target(a, 0, TargetOutcome::Done, ok_bytes),
             Event::Inflight(1),
             Event::Inflight(0),
-            Event::Target(TargetOutcome::Failed, fail_bytes),
-            Event::Job(JobStatus::Partial),
+            Event::Target(a, 1, TargetOutcome::Failed, fail_bytes),
             Event::Depth(0),
         ]
     );
-    assert_eq!(seconds.len(), 1);
-    let Event::JobSeconds(secs) = seconds[0] else {
-        unreachable!()
-    };
-    assert!(secs >= 0.0);
+    // The job event comes right before the depth its end makes.
+    assert_eq!(job_events, [Event::Job(a, JobStatus::Partial)]);
+    let events = hooks.events();
+    assert_eq!(events[events.len() - 2], Event::Job(a, JobStatus::Partial));
     runner.close().await;
 }
 
@@ -452,27 +445,24 @@ impl PanickingHooks {
     }
 }
 
-impl batch::Hooks for PanickingHooks {
+impl batch::hooks::Hooks for PanickingHooks {
     fn depth(&self, _: usize) {
         self.hit("depth")
     }
     fn inflight(&self, _: usize) {
         self.hit("inflight")
     }
-    fn target(&self, _: TargetOutcome, _: Duration, _: u64) {
+    fn target(&self, _: &batch::hooks::TargetEvent) {
         self.hit("target")
     }
-    fn job(&self, _: JobStatus) {
+    fn job(&self, _: &batch::hooks::JobEvent) {
         self.hit("job")
     }
-    fn rescued(&self) {
+    fn rescued(&self, _: &batch::hooks::RescueEvent) {
         self.hit("rescued")
     }
     fn store_error(&self, _: &batch::StoreError) {
         self.hit("store_error")
-    }
-    fn job_seconds(&self, _: f64) {
-        self.hit("job_seconds")
     }
 }
 
@@ -513,10 +503,10 @@ pub async fn hooks_that_panic_change_nothing<S: Store>(make: impl Fn() -> S) {
     // Later jobs run too: no worker died with the first panics.
     let d = runner.submit(&ann, &oks("d", 2)).await.unwrap();
     assert_eq!(ended(&runner, d, &ann).await.status, JobStatus::Done);
-    // Every event reached its hook: 4 submits, 4 ends (job, job_seconds, depth each),
-    // 10 fetches (inflight up and down), 9 stored targets.
+    // Every event reached its hook: 4 submits, 4 ends (job and depth each), 10 fetches
+    // (inflight up and down), 9 stored targets.
     let calls = hooks.0.load(std::sync::atomic::Ordering::Relaxed);
-    assert_eq!(calls, 4 + 4 * 3 + 10 * 2 + 9);
+    assert_eq!(calls, 4 + 4 * 2 + 10 * 2 + 9);
     runner.close().await;
 }
 

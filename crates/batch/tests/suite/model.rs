@@ -9,10 +9,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use batch::{
-    Caller, CancellationToken, Config, FetchError, Job, JobId, JobStatus, Runner, Store,
-    TargetState,
-};
+use batch::store::Store;
+use batch::{Caller, Config, FetchContext, FetchError, Job, JobId, JobStatus, Runner, TargetState};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -215,7 +213,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
     let canceller: Arc<OnceLock<Canceller>> = Arc::default();
     let fetch = {
         let (log, canceller) = (Arc::clone(&log), Arc::clone(&canceller));
-        move |_cancel: CancellationToken, _caller: &Caller, target: &ModelTarget| {
+        move |_ctx: FetchContext, target: ModelTarget| {
             let (log, canceller, target) = (log.clone(), canceller.clone(), target.clone());
             async move {
                 let attempt = {
@@ -233,7 +231,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
                     Plan::Busy(n) if attempt > n => Ok(()),
                     Plan::Fail => Err(FetchError::target("no")),
                     Plan::Panic => panic!("model panic"),
-                    _ => Err(FetchError::RetryLater),
+                    _ => Err(FetchError::retry_later("busy")),
                 }
             }
         }
@@ -255,7 +253,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
             Box::pin(async move {
                 let (id, caller) = ids.lock().unwrap()[job].clone();
                 if let Some(runner) = weak.upgrade() {
-                    let runner: Arc<Runner<_, _, _, _>> = runner;
+                    let runner: Arc<Runner<_, _>> = runner;
                     let _ = runner.cancel(id, &caller).await.unwrap();
                 }
             })
@@ -288,7 +286,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
     }
     let jobs = case.jobs.len();
     for _ in 0..100_000 {
-        let ended = hooks.count(|e| matches!(e, Event::Job(_)));
+        let ended = hooks.count(|e| matches!(e, Event::Job(..)));
         let in_flight = hooks
             .events()
             .iter()
@@ -339,7 +337,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
     ended.sort_by_key(key);
     expected.sort_by_key(key);
     prop_assert_eq!(ended, expected);
-    prop_assert_eq!(hooks.count(|e| matches!(e, Event::JobSeconds(_))), jobs);
+    prop_assert_eq!(hooks.count(|e| matches!(e, Event::Job(..))), jobs);
     prop_assert_eq!(
         hooks.count(|e| matches!(e, Event::Target(..))),
         predicted.stored

@@ -89,10 +89,7 @@ use crate::time::Timestamp;
 ///     .lease_ttl(Duration::from_secs(30))
 ///     .connect("postgres://batch@db.internal/app")
 ///     .await?;
-/// let fetch = |_cancel, _caller: &Caller, n: &u32| {
-///     let n = *n;
-///     async move { Ok::<u32, FetchError>(n + 1) }
-/// };
+/// let fetch = batch::fetch_fn(|_ctx, n: u32| async move { Ok::<u32, FetchError>(n + 1) });
 /// let runner = Runner::new(Config::default(), store, fetch).await?;
 /// runner.submit(&Caller::new("ann"), &[1, 2, 3]).await?;
 /// # Ok(())

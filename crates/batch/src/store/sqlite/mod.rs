@@ -74,10 +74,7 @@ use thread::ConnectionThread;
 /// // The file has one owner at a time.
 /// assert!(matches!(SqliteStore::open(dir.join("jobs.db")), Err(SqliteError::InUse { .. })));
 ///
-/// let fetch = |_cancel, _caller: &Caller, n: &u32| {
-///     let n = *n;
-///     async move { Ok::<u32, FetchError>(n + 1) }
-/// };
+/// let fetch = batch::fetch_fn(|_ctx, n: u32| async move { Ok::<u32, FetchError>(n + 1) });
 /// let runner = Runner::new(Config::default(), store, fetch).await?;
 /// let id = runner.submit(&Caller::new("ann"), &[1, 2, 3]).await?;
 /// # let _ = id;

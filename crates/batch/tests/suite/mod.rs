@@ -13,6 +13,7 @@
 
 #![allow(dead_code)]
 
+pub mod api;
 pub mod frozen;
 pub mod harness;
 pub mod model;
@@ -20,6 +21,11 @@ pub mod model;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[allow(unused_imports)] // used through `runner_suite!`
+pub use api::{
+    a_fetch_is_told_its_job_index_and_caller, question_mark_in_a_fetch_stores_the_error_text,
+    retry_later_waits_its_own_time_and_stores_its_reason, snapshots_round_trip_through_serde,
+};
 use batch::store::Store;
 use batch::{
     Caller, Config, ConfigError, InvalidJob, Job, JobId, JobStatus, NewError, Runner, StatusError,
@@ -54,6 +60,10 @@ macro_rules! runner_suite {
             submit_rules,
             config_is_validated,
             eviction_takes_least_recently_touched,
+            a_fetch_is_told_its_job_index_and_caller,
+            retry_later_waits_its_own_time_and_stores_its_reason,
+            question_mark_in_a_fetch_stores_the_error_text,
+            snapshots_round_trip_through_serde,
         );
     };
     (@tests $guard:expr, $make:expr; $($name:ident),* $(,)?) => {

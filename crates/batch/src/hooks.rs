@@ -8,6 +8,7 @@ use crate::job::JobStatus;
 
 /// How a stored target ended, for [`Hooks::target`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum TargetOutcome {
     /// Stored done.
     Done,

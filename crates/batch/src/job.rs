@@ -6,6 +6,7 @@ use std::time::SystemTime;
 
 /// A job's id, unique within its store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct JobId(u64);
 
 impl JobId {
@@ -61,6 +62,7 @@ impl fmt::Display for Caller {
 ///
 /// `Queued` and `Running` are *live*; the other four are *terminal* and never change again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub enum JobStatus {
     /// Submitted; no target started yet.
     Queued,
@@ -253,6 +255,7 @@ impl Job {
 
 /// Target counts of a [`Job`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Not stored yet.
     pub pending: usize,

@@ -7,8 +7,7 @@ use crate::error::StoreError;
 use crate::job::JobStatus;
 
 /// How a stored target ended, for [`Hooks::target`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum TargetOutcome {
     /// Stored done.
     Done,

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 /// A job's id, unique within its store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct JobId(u64);
 
 impl JobId {
@@ -61,8 +62,7 @@ impl fmt::Display for Caller {
 /// Where a job is in its life.
 ///
 /// `Queued` and `Running` are *live*; the other four are *terminal* and never change again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum JobStatus {
     /// Submitted; no target started yet.
     Queued,
@@ -254,8 +254,7 @@ impl Job {
 }
 
 /// Target counts of a [`Job`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Not stored yet.
     pub pending: usize,

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use batch::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, PostgresStore, Submitted};
+use batch::store::{Claim, Completion, NewJob, PostgresStore, StoreWrapper};
 use batch::{
-    Caller, CancellationToken, Config, FetchError, Hooks, Job, JobId, JobStatus, Runner, Store,
-    StoreError, SubmitError, TargetOutcome, TargetState, Timestamp,
+    Caller, CancellationToken, Config, FetchError, Hooks, JobStatus, Runner, Store, StoreError,
+    TargetOutcome, TargetState, Timestamp,
 };
 use tokio::sync::Notify;
 
@@ -44,12 +44,12 @@ async fn notify_wakes_an_idle_replica() {
     let runner = Runner::new(Config::default().workers(2), store, fetch)
         .await
         .unwrap();
-    let job = NewJob {
-        caller: Caller::new("ann"),
-        targets: vec!["\"a1\"".into()],
-        now: Timestamp::from(SystemTime::now()),
-        max_live_jobs: 10,
-    };
+    let job = NewJob::new(
+        Caller::new("ann"),
+        vec!["\"a1\"".into()],
+        Timestamp::from(SystemTime::now()),
+        10,
+    );
     submitter.submit(job).await.unwrap();
     tokio::time::timeout(PATIENCE, fetched.notified())
         .await
@@ -73,16 +73,14 @@ struct Logged {
     log: Arc<Mutex<Vec<Event>>>,
 }
 
-impl Store for Logged {
-    fn lease_ttl(&self) -> Option<Duration> {
-        self.store.lease_ttl()
+/// Only `claim` and `complete` change; the rest forwards to the PostgreSQL store.
+impl StoreWrapper for Logged {
+    type Inner = PostgresStore;
+
+    fn inner(&self) -> &PostgresStore {
+        &self.store
     }
-    async fn recover(&self, now: Timestamp) -> Result<usize, StoreError> {
-        self.store.recover(now).await
-    }
-    async fn submit(&self, job: NewJob) -> Result<Submitted, SubmitError> {
-        self.store.submit(job).await
-    }
+
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
         let claim = self.store.claim(now).await?;
         if let Some(claim) = &claim {
@@ -93,9 +91,7 @@ impl Store for Logged {
         }
         Ok(claim)
     }
-    async fn renew(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
-        self.store.renew(claim, now).await
-    }
+
     async fn complete(
         &self,
         claim: &Claim,
@@ -111,41 +107,6 @@ impl Store for Logged {
                 .push(Event::Stored(claim.job.get()));
         }
         Ok(completion)
-    }
-    async fn retry_later(
-        &self,
-        claim: &Claim,
-        busy_since: Timestamp,
-        at: Timestamp,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        self.store.retry_later(claim, busy_since, at, now).await
-    }
-    async fn release(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
-        self.store.release(claim, now).await
-    }
-    async fn next_wakeup(&self) -> Result<Option<Timestamp>, StoreError> {
-        self.store.next_wakeup().await
-    }
-    fn changed(&self) -> impl Future<Output = ()> + Send {
-        self.store.changed()
-    }
-    async fn status(&self, id: JobId, caller: &Caller) -> Result<Option<Job>, StoreError> {
-        self.store.status(id, caller).await
-    }
-    async fn touch(&self, id: JobId, caller: &Caller, now: Timestamp) -> Result<bool, StoreError> {
-        self.store.touch(id, caller, now).await
-    }
-    async fn cancel(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> Result<CancelOutcome, StoreError> {
-        self.store.cancel(id, caller, now).await
-    }
-    async fn evict_oldest(&self, max_bytes: u64) -> Result<Evicted, StoreError> {
-        self.store.evict_oldest(max_bytes).await
     }
 }
 

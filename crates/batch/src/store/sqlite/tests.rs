@@ -5,12 +5,12 @@ use super::*;
 use crate::job::JobStatus;
 
 fn job(caller: &str, targets: &[&str]) -> NewJob {
-    NewJob {
-        caller: Caller::new(caller),
-        targets: targets.iter().map(|t| t.to_string()).collect(),
-        now: Timestamp::from_micros(1),
-        max_live_jobs: 100,
-    }
+    NewJob::new(
+        Caller::new(caller),
+        targets.iter().map(|t| t.to_string()).collect(),
+        Timestamp::from_micros(1),
+        100,
+    )
 }
 
 fn block_on<F: Future>(future: F) -> F::Output {
@@ -145,7 +145,10 @@ fn a_call_that_fails_in_a_batch_undoes_only_itself() {
         .await;
         release.send(()).unwrap();
         assert!(first.await.unwrap().is_ok());
-        assert!(matches!(busy.await.unwrap(), Err(SubmitError::CallerBusy)));
+        assert!(matches!(
+            busy.await.unwrap(),
+            Err(SubmitError::CallerBusy { .. })
+        ));
         assert!(other.await.unwrap().is_ok());
         assert_eq!(store.live_jobs().await.unwrap(), 2);
         assert_eq!(

@@ -1,5 +1,6 @@
 //! Several replicas over one PostgreSQL database, on a real clock: `LISTEN/NOTIFY` wake-ups,
-//! and three runners draining twenty jobs together under the one-runner rules.
+//! three runners draining twenty jobs together under the one-runner rules, and the events one
+//! store hears of changes made through another.
 
 mod pg;
 
@@ -8,12 +9,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use batch::store::{Claim, Completion, NewJob, PostgresStore, StoreWrapper};
+use batch::store::{Claim, Completion, NewJob, PostgresStore, StoreEvent, StoreWrapper};
 use batch::{
-    Caller, CancellationToken, Config, FetchError, Hooks, JobStatus, Runner, Store, StoreError,
-    TargetOutcome, TargetState, Timestamp,
+    Caller, CancellationToken, Config, Counts, FetchError, Hooks, JobId, JobStatus, Progress,
+    Runner, Store, StoreError, TargetOutcome, TargetState, Timestamp,
 };
-use tokio::sync::Notify;
+use tokio::sync::{Notify, broadcast};
 
 /// Generous bounds for a shared 2-core machine; reaching one means a lost wake-up or target.
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -358,4 +359,113 @@ async fn connections_dropped_by_the_server_are_reopened_and_nothing_is_lost() {
     );
     assert_eq!(hooks.stored.load(Ordering::SeqCst), targets.len());
     runner.close().await;
+}
+
+/// The next event on `events` that is not `Missed` (a listener may announce a reconnect at
+/// any time), within [`PATIENCE`].
+async fn next_progress(events: &mut broadcast::Receiver<StoreEvent>) -> (JobId, Progress) {
+    loop {
+        let event = tokio::time::timeout(PATIENCE, events.recv())
+            .await
+            .expect("an event long before the patience runs out")
+            .expect("no lag: the test reads every event");
+        if let StoreEvent::Progress { job, progress } = event {
+            return (job, progress);
+        }
+    }
+}
+
+/// Waits until `events` says its listener listens (the `Missed` every `LISTEN` sends).
+async fn listening(events: &mut broadcast::Receiver<StoreEvent>) {
+    let event = tokio::time::timeout(PATIENCE, events.recv())
+        .await
+        .expect("the listener listens long before the patience runs out")
+        .unwrap();
+    assert_eq!(event, StoreEvent::Missed);
+}
+
+fn counts(pending: usize, done: usize, failed: usize) -> Counts {
+    Counts {
+        pending,
+        done,
+        failed,
+    }
+}
+
+/// Two stores over one schema: each change made through one arrives on the other's events,
+/// in commit order, with the job's status and counts right after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_through_one_store_is_an_event_on_the_other() {
+    if !pg::available() {
+        return;
+    }
+    let options = pg::options();
+    let (one, other) = (pg::open(options.clone()), pg::open(options));
+    let mut events = other.events().expect("a shared store has events");
+    listening(&mut events).await;
+    let ann = Caller::new("ann");
+    let now = Timestamp::from(SystemTime::now());
+    let job = NewJob::new(ann.clone(), vec!["1".into(), "2".into()], now, 10);
+    let id = one.submit(job).await.unwrap().id;
+    assert_eq!(
+        next_progress(&mut events).await,
+        (id, Progress::new(JobStatus::Queued, counts(2, 0, 0), None))
+    );
+    let claim = one.claim(now).await.unwrap().expect("the job is ready");
+    assert!(claim.started);
+    assert_eq!(
+        next_progress(&mut events).await,
+        (id, Progress::new(JobStatus::Running, counts(2, 0, 0), None))
+    );
+    let output = TargetState::Done {
+        output_json: "1".into(),
+    };
+    let Completion::Stored { progress, .. } = one.complete(&claim, output, now).await.unwrap()
+    else {
+        panic!("stored");
+    };
+    let stored = Progress::new(
+        JobStatus::Running,
+        counts(1, 1, 0),
+        Some((0, TargetOutcome::Done)),
+    );
+    assert_eq!(progress, stored);
+    assert_eq!(next_progress(&mut events).await, (id, stored));
+    one.cancel(id, &ann, now).await.unwrap();
+    let (job, cancelled) = next_progress(&mut events).await;
+    assert_eq!(
+        (job, cancelled),
+        (
+            id,
+            Progress::new(JobStatus::Cancelled, counts(1, 1, 0), None)
+        )
+    );
+    assert!(cancelled.is_newer_than(&stored));
+}
+
+/// A listener whose connection the server ended reconnects and says `Missed`: its receivers
+/// re-read what they watch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnected_listener_reports_missed_events() {
+    if !pg::available() {
+        return;
+    }
+    let schema = pg::fresh_schema();
+    let store = pg::open(pg::options().schema(schema.as_str()));
+    let mut events = store.events().expect("a shared store has events");
+    listening(&mut events).await;
+    let (client, connection) = tokio_postgres::connect(&pg::url().unwrap(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let ended: i64 = client
+        .query_one(
+            "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1",
+            &[&format!("LISTEN \"batch_{schema}\"")],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(ended, 1, "this store's one listening connection");
+    listening(&mut events).await;
 }

@@ -260,3 +260,50 @@ async fn listen_on<S, T>(
         () = subscribe => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{Counts, JobId, JobStatus};
+    use crate::summary::Progress;
+
+    fn generation(signal: &Signal) -> u64 {
+        signal.generation.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn notes_wake_as_marked_and_become_events() {
+        let signal = Signal::default();
+        let mut events = signal.events.subscribe();
+        signal.message("p 3 running 2 0 0");
+        assert_eq!(generation(&signal), 0, "a start wakes no worker");
+        let counts = Counts {
+            pending: 2,
+            done: 0,
+            failed: 0,
+        };
+        assert_eq!(
+            events.try_recv().unwrap(),
+            StoreEvent::Progress {
+                job: JobId::new(3),
+                progress: Progress::new(JobStatus::Running, counts, None),
+            }
+        );
+        signal.message("w 3 cancelled 2 0 0");
+        assert_eq!(generation(&signal), 1);
+        assert!(matches!(
+            events.try_recv().unwrap(),
+            StoreEvent::Progress { progress, .. } if progress.status == JobStatus::Cancelled
+        ));
+    }
+
+    #[test]
+    fn unreadable_and_empty_payloads_are_plain_wake_ups() {
+        let signal = Signal::default();
+        let mut events = signal.events.subscribe();
+        signal.message("");
+        signal.message("w 3 sleeping 2 0 0");
+        assert_eq!(generation(&signal), 2);
+        assert!(events.try_recv().is_err(), "no event from either");
+    }
+}

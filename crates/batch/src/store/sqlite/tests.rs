@@ -304,3 +304,31 @@ fn a_version_1_database_migrates_with_its_counts() {
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `jobs` and the key lookup of `submit` read through their indexes, not a scan of every job.
+#[test]
+fn caller_lookups_use_their_indexes() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    let plans = store.with_connection(|conn| {
+        [
+            ("SELECT id FROM jobs WHERE caller = ?1 AND key = ?2", 2),
+            (
+                "SELECT id, status, created, updated, total, done, failed FROM jobs
+                 WHERE caller = ?1 ORDER BY id",
+                1,
+            ),
+        ]
+        .map(|(sql, params)| {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let params = rusqlite::params_from_iter(["ann", "k"].into_iter().take(params));
+            stmt.query_map(params, |row| row.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    });
+    assert!(plans[0].contains("jobs_caller_key"), "{}", plans[0]);
+    assert!(plans[1].contains("jobs_caller "), "{}", plans[1]);
+    assert!(!plans[1].contains("TEMP B-TREE"), "no sort: {}", plans[1]);
+}

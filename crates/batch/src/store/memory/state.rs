@@ -542,6 +542,8 @@ impl State {
                 self.keys.remove(&(entry.caller, key));
             }
             self.bytes -= entry.bytes;
+            // Invariants 10 and 11 (and the others' sums) without the job.
+            self.check(id);
             evicted.jobs += 1;
             evicted.bytes += entry.bytes;
             evicted.largest = evicted.largest.max(entry.bytes);

@@ -83,8 +83,11 @@ pub enum SubmitError {
     #[error("too many live jobs")]
     Full,
     /// This caller has a live job already.
-    #[error("this caller already has a live job")]
-    CallerBusy,
+    #[error("this caller already has a live job ({live})")]
+    CallerBusy {
+        /// The caller's live job.
+        live: crate::JobId,
+    },
     /// The runner is closed.
     #[error("the runner is closed")]
     Closed,

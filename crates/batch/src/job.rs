@@ -320,3 +320,24 @@ pub struct Counts {
     /// Stored failed.
     pub failed: usize,
 }
+
+impl Counts {
+    /// Counts of `pending`, `done` and `failed` targets (a count added later starts at 0).
+    pub const fn new(pending: usize, done: usize, failed: usize) -> Self {
+        Self {
+            pending,
+            done,
+            failed,
+        }
+    }
+
+    /// Every target: pending, done and failed.
+    pub const fn total(&self) -> usize {
+        self.pending + self.done + self.failed
+    }
+
+    /// Stored targets: done and failed.
+    pub const fn stored(&self) -> usize {
+        self.done + self.failed
+    }
+}

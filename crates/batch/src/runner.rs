@@ -192,6 +192,7 @@ where
                 targets,
                 now: self.shared.clock.now(),
                 max_live_jobs: self.shared.config.max_live_jobs,
+                key: None,
             })
             .await?;
         self.shared.hooks.depth(submitted.live_jobs);

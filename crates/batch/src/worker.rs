@@ -226,7 +226,7 @@ where
     .await;
     hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
     match stored {
-        Some(Completion::Stored { bytes, ended }) => {
+        Some(Completion::Stored { bytes, ended, .. }) => {
             hooks.target(&TargetEvent {
                 job: claim.job,
                 index: claim.index,

@@ -23,15 +23,15 @@ fn replicas() -> (PostgresStore, PostgresStore) {
 }
 
 fn job(caller: &str, targets: &[&str], now: Timestamp) -> NewJob {
-    NewJob {
-        caller: Caller::new(caller),
-        targets: targets
+    NewJob::new(
+        Caller::new(caller),
+        targets
             .iter()
             .map(|t| serde_json::to_string(t).unwrap())
             .collect(),
         now,
-        max_live_jobs: 100,
-    }
+        100,
+    )
 }
 
 fn done(output: &str) -> TargetState {

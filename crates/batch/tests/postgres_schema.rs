@@ -1,12 +1,14 @@
 //! The PostgreSQL store's schema: created once, migrated idempotently (also by replicas that
 //! start together), a newer version refused with a typed error and left untouched, bad
-//! settings refused before connecting.
+//! settings refused before connecting; a version 1 schema migrated with its counts intact.
 
 mod pg;
 
 use std::time::Duration;
 
-use batch::store::{PostgresError, PostgresStore};
+use batch::store::{NewJob, PostgresError, PostgresStore};
+use batch::store::{Store, Timestamp};
+use batch::{Caller, Counts, JobStatus, TargetState};
 
 async fn version(url: &str, schema: &str) -> i32 {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
@@ -41,10 +43,10 @@ async fn replicas_starting_together_migrate_once() {
     for start in starts {
         start.await.unwrap().expect("every replica opens the store");
     }
-    assert_eq!(version(&url, &schema).await, 1);
+    assert_eq!(version(&url, &schema).await, 2);
     // Opening again changes nothing.
     options.connect(&url).await.unwrap();
-    assert_eq!(version(&url, &schema).await, 1);
+    assert_eq!(version(&url, &schema).await, 2);
 }
 
 #[tokio::test]
@@ -63,7 +65,7 @@ async fn a_newer_schema_is_refused_and_left_alone() {
             refused,
             PostgresError::NewerSchema {
                 found: 7,
-                supported: 1
+                supported: 2
             }
         ),
         "{refused:?}"
@@ -102,4 +104,73 @@ async fn an_unreachable_server_is_unavailable() {
     let url = format!("postgres://nobody@127.0.0.1:{port}/none");
     let err = PostgresStore::connect(&url).await.unwrap_err();
     assert!(matches!(err, PostgresError::Unavailable(_)), "{err:?}");
+}
+
+/// A schema written by version 1 (version 2's additions removed by hand: it only adds) opens
+/// migrated, with its jobs' counts right and keys working on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_schema_migrates_with_its_counts() {
+    if !pg::available() {
+        return;
+    }
+    let url = pg::url().unwrap();
+    let schema = pg::fresh_schema();
+    let options = PostgresStore::options().schema(schema.as_str());
+    let ann = Caller::new("ann");
+    let now = Timestamp::from(std::time::SystemTime::now());
+    let id = {
+        let store = options.connect(&url).await.unwrap();
+        let targets = vec!["1".into(), "2".into(), "3".into()];
+        let id = store
+            .submit(NewJob::new(ann.clone(), targets, now, 10))
+            .await
+            .unwrap()
+            .id;
+        let results = [
+            TargetState::Done {
+                output_json: "1".into(),
+            },
+            TargetState::Failed {
+                error: "no".into(),
+                hint: None,
+            },
+        ];
+        for result in results {
+            let claim = store.claim(now).await.unwrap().unwrap();
+            store.complete(&claim, result, now).await.unwrap();
+        }
+        id
+    };
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!(
+            "SET search_path TO \"{schema}\";
+             DROP INDEX jobs_caller_key;
+             DROP INDEX jobs_caller;
+             ALTER TABLE jobs DROP COLUMN key;
+             UPDATE schema_version SET version = 1;"
+        ))
+        .await
+        .unwrap();
+    let store = options.connect(&url).await.unwrap();
+    assert_eq!(version(&url, &schema).await, 2);
+    let counts = Counts::new(1, 1, 1);
+    let summary = store.summary(id, &ann).await.unwrap().unwrap();
+    assert_eq!(
+        (summary.status, summary.counts),
+        (JobStatus::Running, counts)
+    );
+    let listed: Vec<_> = store.jobs(&ann).await.unwrap();
+    assert_eq!(listed, [summary]);
+    let keyed =
+        |target: &str| NewJob::new(Caller::new("bob"), vec![target.into()], now, 10).with_key("k");
+    let first = store.submit(keyed("4")).await.unwrap();
+    let again = store.submit(keyed("5")).await.unwrap();
+    assert_eq!(
+        (again.id, again.existing, first.existing),
+        (first.id, true, false)
+    );
 }

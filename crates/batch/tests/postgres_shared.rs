@@ -1,5 +1,6 @@
 //! Several replicas over one PostgreSQL database, on a real clock: `LISTEN/NOTIFY` wake-ups,
-//! and three runners draining twenty jobs together under the one-runner rules.
+//! three runners draining twenty jobs together under the one-runner rules, and the events one
+//! store hears of changes made through another.
 
 mod pg;
 
@@ -9,13 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use batch::hooks::Hooks;
-use batch::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, PostgresStore, Submitted};
+use batch::store::{Claim, Completion, NewJob, PostgresStore, StoreEvent, StoreWrapper};
 use batch::store::{Store, Timestamp};
 use batch::{
-    Caller, Config, FetchContext, FetchError, Job, JobId, JobStatus, Runner, StoreError,
-    SubmitError, TargetState,
+    Caller, Config, Counts, FetchContext, FetchError, JobId, JobStatus, Progress, Runner,
+    StoreError, TargetOutcome, TargetState,
 };
-use tokio::sync::Notify;
+use tokio::sync::{Notify, broadcast};
 
 /// Generous bounds for a shared 2-core machine; reaching one means a lost wake-up or target.
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -46,12 +47,12 @@ async fn notify_wakes_an_idle_replica() {
     let runner = Runner::new(Config::default().workers(2), store, fetch)
         .await
         .unwrap();
-    let job = NewJob {
-        caller: Caller::new("ann"),
-        targets: vec!["\"a1\"".into()],
-        now: Timestamp::from(SystemTime::now()),
-        max_live_jobs: 10,
-    };
+    let job = NewJob::new(
+        Caller::new("ann"),
+        vec!["\"a1\"".into()],
+        Timestamp::from(SystemTime::now()),
+        10,
+    );
     submitter.submit(job).await.unwrap();
     tokio::time::timeout(PATIENCE, fetched.notified())
         .await
@@ -75,16 +76,14 @@ struct Logged {
     log: Arc<Mutex<Vec<Event>>>,
 }
 
-impl Store for Logged {
-    fn lease_ttl(&self) -> Option<Duration> {
-        self.store.lease_ttl()
+/// Only `claim` and `complete` change; the rest forwards to the PostgreSQL store.
+impl StoreWrapper for Logged {
+    type Inner = PostgresStore;
+
+    fn inner(&self) -> &PostgresStore {
+        &self.store
     }
-    async fn recover(&self, now: Timestamp) -> Result<usize, StoreError> {
-        self.store.recover(now).await
-    }
-    async fn submit(&self, job: NewJob) -> Result<Submitted, SubmitError> {
-        self.store.submit(job).await
-    }
+
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
         let claim = self.store.claim(now).await?;
         if let Some(claim) = &claim {
@@ -95,9 +94,7 @@ impl Store for Logged {
         }
         Ok(claim)
     }
-    async fn renew(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
-        self.store.renew(claim, now).await
-    }
+
     async fn complete(
         &self,
         claim: &Claim,
@@ -113,41 +110,6 @@ impl Store for Logged {
                 .push(Event::Stored(claim.job.get()));
         }
         Ok(completion)
-    }
-    async fn retry_later(
-        &self,
-        claim: &Claim,
-        busy_since: Timestamp,
-        at: Timestamp,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        self.store.retry_later(claim, busy_since, at, now).await
-    }
-    async fn release(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
-        self.store.release(claim, now).await
-    }
-    async fn next_wakeup(&self) -> Result<Option<Timestamp>, StoreError> {
-        self.store.next_wakeup().await
-    }
-    fn changed(&self) -> impl Future<Output = ()> + Send {
-        self.store.changed()
-    }
-    async fn status(&self, id: JobId, caller: &Caller) -> Result<Option<Job>, StoreError> {
-        self.store.status(id, caller).await
-    }
-    async fn touch(&self, id: JobId, caller: &Caller, now: Timestamp) -> Result<bool, StoreError> {
-        self.store.touch(id, caller, now).await
-    }
-    async fn cancel(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> Result<CancelOutcome, StoreError> {
-        self.store.cancel(id, caller, now).await
-    }
-    async fn evict_oldest(&self, max_bytes: u64) -> Result<Evicted, StoreError> {
-        self.store.evict_oldest(max_bytes).await
     }
 }
 
@@ -400,4 +362,109 @@ async fn connections_dropped_by_the_server_are_reopened_and_nothing_is_lost() {
     );
     assert_eq!(hooks.stored.load(Ordering::SeqCst), targets.len());
     runner.close().await;
+}
+
+/// The next event on `events` that is not `Missed` (a listener may announce a reconnect at
+/// any time), within [`PATIENCE`].
+async fn next_progress(events: &mut broadcast::Receiver<StoreEvent>) -> (JobId, Progress) {
+    loop {
+        let event = tokio::time::timeout(PATIENCE, events.recv())
+            .await
+            .expect("an event long before the patience runs out")
+            .expect("no lag: the test reads every event");
+        if let StoreEvent::Progress { job, progress } = event {
+            return (job, progress);
+        }
+    }
+}
+
+/// Waits until `events` says its listener listens (the `Missed` every `LISTEN` sends).
+async fn listening(events: &mut broadcast::Receiver<StoreEvent>) {
+    let event = tokio::time::timeout(PATIENCE, events.recv())
+        .await
+        .expect("the listener listens long before the patience runs out")
+        .unwrap();
+    assert_eq!(event, StoreEvent::Missed);
+}
+
+fn counts(pending: usize, done: usize, failed: usize) -> Counts {
+    Counts::new(pending, done, failed)
+}
+
+/// Two stores over one schema: each change made through one arrives on the other's events,
+/// in commit order, with the job's status and counts right after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_through_one_store_is_an_event_on_the_other() {
+    if !pg::available() {
+        return;
+    }
+    let options = pg::options();
+    let (one, other) = (pg::open(options.clone()), pg::open(options));
+    let mut events = other.events().expect("a shared store has events");
+    listening(&mut events).await;
+    let ann = Caller::new("ann");
+    let now = Timestamp::from(SystemTime::now());
+    let job = NewJob::new(ann.clone(), vec!["1".into(), "2".into()], now, 10);
+    let id = one.submit(job).await.unwrap().id;
+    assert_eq!(
+        next_progress(&mut events).await,
+        (id, Progress::new(JobStatus::Queued, counts(2, 0, 0), None))
+    );
+    let claim = one.claim(now).await.unwrap().expect("the job is ready");
+    assert!(claim.started);
+    assert_eq!(
+        next_progress(&mut events).await,
+        (id, Progress::new(JobStatus::Running, counts(2, 0, 0), None))
+    );
+    let output = TargetState::Done {
+        output_json: "1".into(),
+    };
+    let Completion::Stored { progress, .. } = one.complete(&claim, output, now).await.unwrap()
+    else {
+        panic!("stored");
+    };
+    let stored = Progress::new(
+        JobStatus::Running,
+        counts(1, 1, 0),
+        Some((0, TargetOutcome::Done)),
+    );
+    assert_eq!(progress, stored);
+    assert_eq!(next_progress(&mut events).await, (id, stored));
+    one.cancel(id, &ann, now).await.unwrap();
+    let (job, cancelled) = next_progress(&mut events).await;
+    assert_eq!(
+        (job, cancelled),
+        (
+            id,
+            Progress::new(JobStatus::Cancelled, counts(1, 1, 0), None)
+        )
+    );
+    assert!(cancelled.is_newer_than(&stored));
+}
+
+/// A listener whose connection the server ended reconnects and says `Missed`: its receivers
+/// re-read what they watch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnected_listener_reports_missed_events() {
+    if !pg::available() {
+        return;
+    }
+    let schema = pg::fresh_schema();
+    let store = pg::open(pg::options().schema(schema.as_str()));
+    let mut events = store.events().expect("a shared store has events");
+    listening(&mut events).await;
+    let (client, connection) = tokio_postgres::connect(&pg::url().unwrap(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let ended: i64 = client
+        .query_one(
+            "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1",
+            &[&format!("LISTEN \"batch_{schema}\"")],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(ended, 1, "this store's one listening connection");
+    listening(&mut events).await;
 }

@@ -12,14 +12,14 @@ use batch::store::{NewJob, SqliteError, SqliteStore, Store};
 use batch::{Caller, StoreError, SubmitError};
 
 fn job(caller: &str, n: usize) -> NewJob {
-    NewJob {
-        caller: Caller::new(caller),
-        targets: (0..n)
+    NewJob::new(
+        Caller::new(caller),
+        (0..n)
             .map(|i| format!("\"{caller}-target-{i:04}\""))
             .collect(),
-        now: Timestamp::from_micros(1),
-        max_live_jobs: 100,
-    }
+        Timestamp::from_micros(1),
+        100,
+    )
 }
 
 /// Runs one store call to its end (the store answers from its own thread).

@@ -225,12 +225,12 @@ fn a_dropped_stores_file_opens_again_at_once_in_this_process() {
         let store = SqliteStore::open(&db).unwrap();
         rt.block_on(async {
             use batch::store::Store;
-            let job = batch::store::NewJob {
-                caller: Caller::new(format!("caller {round}")),
-                targets: vec![round.to_string()],
-                now: batch::store::Timestamp::from_micros(1),
-                max_live_jobs: 1000,
-            };
+            let job = batch::store::NewJob::new(
+                Caller::new(format!("caller {round}")),
+                vec![round.to_string()],
+                batch::store::Timestamp::from_micros(1),
+                1000,
+            );
             store.submit(job).await.unwrap();
         });
         drop(store);

@@ -20,12 +20,12 @@ fn at(micros: u64) -> Timestamp {
 /// Submits a one-target job for `caller` and, if `output` is given, stores it done.
 /// Returns the id and the bytes the job holds.
 fn job<S: Store>(store: &S, caller: &str, target: &str, output: Option<&str>) -> (JobId, u64) {
-    let submitted = now(store.submit(NewJob {
-        caller: Caller::new(caller),
-        targets: vec![target.to_string()],
-        now: at(1),
-        max_live_jobs: 10,
-    }))
+    let submitted = now(store.submit(NewJob::new(
+        Caller::new(caller),
+        vec![target.to_string()],
+        at(1),
+        10,
+    )))
     .unwrap();
     let mut bytes = target.len() as u64;
     if let Some(output) = output {

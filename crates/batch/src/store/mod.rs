@@ -13,6 +13,11 @@
 //! Targets and results cross this trait as JSON text, so a store is not generic over the
 //! user's types; the typed [`Runner`](crate::Runner) serializes on its side. See
 //! `docs/batch.md` for why the trait is shaped around claims.
+//!
+//! Beside the claims, a store answers what a service shows its callers without reading
+//! targets: [`Store::summary`] and [`Store::jobs`] ([`JobSummary`]: status and counts, O(1) per
+//! job), idempotent submits ([`NewJob::key`]), and, for a shared store, [`Store::events`]
+//! ([`StoreEvent`]). [`StoreWrapper`] lets a wrapper override only the calls it changes.
 
 pub(crate) mod memory;
 #[cfg(feature = "postgres")]
@@ -31,11 +36,16 @@ pub use postgres::{PostgresError, PostgresOptions, PostgresStore};
 pub use sqlite::{MAX_BUSY_TIMEOUT, SqliteError, SqliteOptions, SqliteStore, Synchronous};
 
 use crate::error::{StoreError, SubmitError};
-use crate::job::{Caller, Job, JobId, JobStatus, TargetState};
+use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetState};
+use crate::summary::{JobSummary, Progress};
 pub use crate::time::Timestamp;
 
 /// A job to add, as [`Store::submit`] receives it.
+///
+/// Build one with [`NewJob::new`] (and [`with_key`](Self::with_key)); the fields stay public
+/// for stores to read.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct NewJob {
     /// Who submits it.
     pub caller: Caller,
@@ -45,15 +55,44 @@ pub struct NewJob {
     pub now: Timestamp,
     /// Refuse with [`SubmitError::Full`] if this many jobs are live already.
     pub max_live_jobs: usize,
+    /// An idempotency key: if the caller has a job still stored with this key (any status,
+    /// not evicted), `submit` returns that job instead of adding one (see
+    /// [`Store::submit`]).
+    pub key: Option<String>,
+}
+
+impl NewJob {
+    /// A job of `caller` with `targets`, submitted at `now`, refused if `max_live_jobs` jobs
+    /// are live; no idempotency key.
+    pub fn new(caller: Caller, targets: Vec<String>, now: Timestamp, max_live_jobs: usize) -> Self {
+        Self {
+            caller,
+            targets,
+            now,
+            max_live_jobs,
+            key: None,
+        }
+    }
+
+    /// The same job with idempotency key `key`.
+    #[must_use]
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
 }
 
 /// A job the store accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Submitted {
-    /// Its new id.
+    /// Its id: new, or the id of the caller's stored job with the same key.
     pub id: JobId,
-    /// Live jobs right after, this one included.
+    /// Live jobs right after, this one included (if it is live).
     pub live_jobs: usize,
+    /// `true` when the caller had a job stored with the same idempotency key: `id` is that
+    /// job's, and nothing was added.
+    pub existing: bool,
 }
 
 /// One target handed to one worker: the right to fetch it and store its result.
@@ -61,6 +100,7 @@ pub struct Submitted {
 /// Only the holder of the current claim of a job can store, retry or release its target: each
 /// claim carries a fresh fencing `token`, and the store ignores calls under an older one.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Claim {
     /// The job.
     pub job: JobId,
@@ -76,15 +116,22 @@ pub struct Claim {
     pub busy_since: Option<Timestamp>,
     /// This claim takes over one whose lease lapsed (its holder died or stalled): the target
     /// may have been fetched before. The runner reports it through
-    /// [`Hooks::rescued`](crate::Hooks::rescued) and `tracing`.
+    /// [`Hooks::rescued`](crate::hooks::Hooks::rescued) and `tracing`.
     pub rescued: bool,
+    /// This claim moved its job from `queued` to `running` (the job's first claim).
+    pub started: bool,
 }
 
 /// A job that just reached a terminal status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Ended {
+    /// The job.
+    pub job: JobId,
     /// Its terminal status.
     pub status: JobStatus,
+    /// Its counts when it ended (a cancelled job's pending targets stay pending).
+    pub counts: Counts,
     /// How long after its submit it ended.
     pub after: Duration,
     /// Live jobs right after.
@@ -93,6 +140,7 @@ pub struct Ended {
 
 /// What [`Store::complete`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Completion {
     /// The result is stored.
     Stored {
@@ -100,10 +148,32 @@ pub enum Completion {
         bytes: u64,
         /// Set when this was the job's last target and the job was live: it ended now.
         ended: Option<Ended>,
+        /// The job right after the store: its status, its counts, and
+        /// `last: Some((index, outcome))` of this target.
+        progress: Progress,
     },
     /// The claim is no longer current (its lease lapsed and another worker took the target,
     /// or the job was evicted): nothing was stored.
     Stale,
+}
+
+/// A change to a shared store, as [`Store::events`] announces it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreEvent {
+    /// Job `job` changed (a submit, a start, a stored target, a busy retry, a release or a
+    /// cancel); `progress` is the job right after. Events of one job may arrive out of order
+    /// or twice: keep the newer by [`Progress::is_newer_than`].
+    Progress {
+        /// The job.
+        job: JobId,
+        /// Its status and counts right after the change.
+        progress: Progress,
+    },
+    /// Events may have been lost (the store's listener reconnected): re-read what you watch.
+    /// A [`broadcast`](tokio::sync::broadcast) receiver that lagged
+    /// (`RecvError::Lagged`) has lost events the same way and should do the same.
+    Missed,
 }
 
 /// What [`Store::cancel`] did.
@@ -152,8 +222,40 @@ pub struct Evicted {
 ///
 /// # Caller isolation
 ///
-/// `status`, `touch` and `cancel` answer for another caller's job exactly as for a job that
-/// does not exist.
+/// `status`, `summary`, `jobs`, `touch` and `cancel` answer for another caller's job exactly
+/// as for a job that does not exist.
+///
+/// # Idempotency keys
+///
+/// A [`NewJob`] may carry a `key`. If its caller has a job still stored with that key (in
+/// any status, until eviction removes it), [`submit`](Self::submit) adds nothing and returns
+/// that job's id with [`Submitted::existing`] set; the new targets are ignored. This check
+/// comes before the [`SubmitError::Full`] and [`SubmitError::CallerBusy`] checks, so a client
+/// that retries a submit whose answer it lost gets its job back rather than a refusal. Keys
+/// are per caller: two callers may use the same key.
+///
+/// # Counts and summaries
+///
+/// Each job's [`Counts`] are kept beside its status and updated in the same atomic step that
+/// stores a target, so [`summary`](Self::summary) costs O(1) whatever the job's size, and
+/// [`jobs`](Self::jobs) O(the caller's jobs). A claim reports whether it started its job
+/// ([`Claim::started`]), a stored target the job's [`Progress`] right after
+/// ([`Completion::Stored`]), and an ended job its final counts ([`Ended::counts`]): a runner
+/// can tell a job's watchers everything without reading the job back.
+///
+/// # Events
+///
+/// A store shared by several processes returns a receiver from [`events`](Self::events): a
+/// [`StoreEvent::Progress`] for each change to a job made through the store (at least those
+/// made by other processes; this process's own may arrive too), and [`StoreEvent::Missed`]
+/// when some may have been lost. A store owned by one process keeps the default, `None`:
+/// every change goes through its own runner, which reports it itself.
+///
+/// # Wrappers
+///
+/// A type that adds behaviour to a store (logging, failure injection, a test clock)
+/// implements [`StoreWrapper`] rather than this trait, and overrides only the calls it
+/// changes; a blanket impl makes every wrapper a `Store`.
 pub trait Store: Send + Sync + 'static {
     /// The lease a claim holds without renewal, or `None` when claims never lapse.
     fn lease_ttl(&self) -> Option<Duration> {
@@ -165,11 +267,14 @@ pub trait Store: Send + Sync + 'static {
     /// leaves them to their leases. Returns the live-job count.
     fn recover(&self, now: Timestamp) -> impl Future<Output = Result<usize, StoreError>> + Send;
 
-    /// Adds a job, atomically refusing it with [`SubmitError::Full`] when `max_live_jobs` jobs
-    /// are live, then with [`SubmitError::CallerBusy`] when its caller has a live job.
+    /// Adds a job, atomically: returns the caller's stored job with the same key if there is
+    /// one (see "Idempotency keys"), else refuses it with [`SubmitError::Full`] when
+    /// `max_live_jobs` jobs are live, then with [`SubmitError::CallerBusy`] (naming the live
+    /// job) when its caller has a live job.
     fn submit(&self, job: NewJob) -> impl Future<Output = Result<Submitted, SubmitError>> + Send;
 
     /// Claims the next target by the rotation, or `None` when no job is ready.
+    /// [`Claim::started`] is set when the claim moved its job from `queued` to `running`.
     fn claim(
         &self,
         now: Timestamp,
@@ -232,6 +337,26 @@ pub trait Store: Send + Sync + 'static {
         caller: &Caller,
     ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send;
 
+    /// `caller`'s job `id` without its targets (status, counts, times), or `None`; O(1).
+    fn summary(
+        &self,
+        id: JobId,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Option<JobSummary>, StoreError>> + Send;
+
+    /// Every job of `caller` the store holds (live or ended, not yet evicted), in submit order.
+    fn jobs(
+        &self,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Vec<JobSummary>, StoreError>> + Send;
+
+    /// A receiver of the changes other processes make to a shared store (see "Events"), or
+    /// `None` (the default) for a store owned by one process. Each call is a new receiver
+    /// that sees changes from then on.
+    fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
+        None
+    }
+
     /// Marks `caller`'s job `id` recently used, so eviction takes it last; `false` if not found.
     fn touch(
         &self,
@@ -258,29 +383,202 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Evicted, StoreError>> + Send;
 }
 
-/// A shared store is a store: several runners, one after another, can use one `Arc<MemoryStore>`.
-impl<S: Store> Store for Arc<S> {
+/// A store around another store, forwarding every call it does not override.
+///
+/// Implement this instead of [`Store`] for a wrapper: a blanket impl makes every
+/// `StoreWrapper` a `Store`, and each method defaults to calling the same method of
+/// [`inner`](Self::inner), its future passed through [`around`](Self::around). So a wrapper
+/// that logs claims overrides `claim` alone, and one that runs every call elsewhere overrides
+/// `around` alone. `Arc<S>` is a wrapper of `S`.
+///
+/// The methods have the names of [`Store`]'s: with both traits in scope, call a wrapper's
+/// store methods as `Store::claim(&wrapper, now)`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// use batch::StoreError;
+/// use batch::store::{Claim, MemoryStore, Store, StoreWrapper, Timestamp};
+///
+/// /// Counts claims; everything else is the memory store's.
+/// struct Counted {
+///     store: MemoryStore,
+///     claims: AtomicU64,
+/// }
+///
+/// impl StoreWrapper for Counted {
+///     type Inner = MemoryStore;
+///     fn inner(&self) -> &MemoryStore {
+///         &self.store
+///     }
+///     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
+///         self.claims.fetch_add(1, Ordering::Relaxed);
+///         Store::claim(&self.store, now).await
+///     }
+/// }
+///
+/// fn runnable(_: impl Store) {}
+/// runnable(Counted { store: MemoryStore::new(), claims: AtomicU64::new(0) });
+/// ```
+pub trait StoreWrapper: Send + Sync + 'static {
+    /// The wrapped store.
+    type Inner: Store;
+
+    /// The wrapped store, which every call not overridden goes to.
+    fn inner(&self) -> &Self::Inner;
+
+    /// Runs a forwarded call's future; the default returns it as is. Not used for
+    /// [`changed`](Store::changed), which may wait forever, nor for the synchronous calls.
+    fn around<F>(&self, call: F) -> impl Future<Output = F::Output> + Send
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        call
+    }
+
+    /// As [`Store::lease_ttl`].
     fn lease_ttl(&self) -> Option<Duration> {
-        (**self).lease_ttl()
+        self.inner().lease_ttl()
+    }
+    /// As [`Store::recover`].
+    fn recover(&self, now: Timestamp) -> impl Future<Output = Result<usize, StoreError>> + Send {
+        self.around(self.inner().recover(now))
+    }
+    /// As [`Store::submit`].
+    fn submit(&self, job: NewJob) -> impl Future<Output = Result<Submitted, SubmitError>> + Send {
+        self.around(self.inner().submit(job))
+    }
+    /// As [`Store::claim`].
+    fn claim(
+        &self,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Option<Claim>, StoreError>> + Send {
+        self.around(self.inner().claim(now))
+    }
+    /// As [`Store::renew`].
+    fn renew(
+        &self,
+        claim: &Claim,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.around(self.inner().renew(claim, now))
+    }
+    /// As [`Store::complete`].
+    fn complete(
+        &self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Completion, StoreError>> + Send {
+        self.around(self.inner().complete(claim, result, now))
+    }
+    /// As [`Store::retry_later`].
+    fn retry_later(
+        &self,
+        claim: &Claim,
+        busy_since: Timestamp,
+        at: Timestamp,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.around(self.inner().retry_later(claim, busy_since, at, now))
+    }
+    /// As [`Store::release`].
+    fn release(
+        &self,
+        claim: &Claim,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.around(self.inner().release(claim, now))
+    }
+    /// As [`Store::next_wakeup`].
+    fn next_wakeup(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
+        self.around(self.inner().next_wakeup())
+    }
+    /// As [`Store::changed`] (not passed through `around`).
+    fn changed(&self) -> impl Future<Output = ()> + Send {
+        self.inner().changed()
+    }
+    /// As [`Store::status`].
+    fn status(
+        &self,
+        id: JobId,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send {
+        self.around(self.inner().status(id, caller))
+    }
+    /// As [`Store::summary`].
+    fn summary(
+        &self,
+        id: JobId,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Option<JobSummary>, StoreError>> + Send {
+        self.around(self.inner().summary(id, caller))
+    }
+    /// As [`Store::jobs`].
+    fn jobs(
+        &self,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Vec<JobSummary>, StoreError>> + Send {
+        self.around(self.inner().jobs(caller))
+    }
+    /// As [`Store::events`].
+    fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
+        self.inner().events()
+    }
+    /// As [`Store::touch`].
+    fn touch(
+        &self,
+        id: JobId,
+        caller: &Caller,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.around(self.inner().touch(id, caller, now))
+    }
+    /// As [`Store::cancel`].
+    fn cancel(
+        &self,
+        id: JobId,
+        caller: &Caller,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
+        self.around(self.inner().cancel(id, caller, now))
+    }
+    /// As [`Store::evict_oldest`].
+    fn evict_oldest(
+        &self,
+        max_bytes: u64,
+    ) -> impl Future<Output = Result<Evicted, StoreError>> + Send {
+        self.around(self.inner().evict_oldest(max_bytes))
+    }
+}
+
+/// Every wrapper is a store: each call goes to the wrapper's method (its override, or the
+/// default that forwards to the inner store).
+impl<W: StoreWrapper> Store for W {
+    fn lease_ttl(&self) -> Option<Duration> {
+        StoreWrapper::lease_ttl(self)
     }
     fn recover(&self, now: Timestamp) -> impl Future<Output = Result<usize, StoreError>> + Send {
-        (**self).recover(now)
+        StoreWrapper::recover(self, now)
     }
     fn submit(&self, job: NewJob) -> impl Future<Output = Result<Submitted, SubmitError>> + Send {
-        (**self).submit(job)
+        StoreWrapper::submit(self, job)
     }
     fn claim(
         &self,
         now: Timestamp,
     ) -> impl Future<Output = Result<Option<Claim>, StoreError>> + Send {
-        (**self).claim(now)
+        StoreWrapper::claim(self, now)
     }
     fn renew(
         &self,
         claim: &Claim,
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).renew(claim, now)
+        StoreWrapper::renew(self, claim, now)
     }
     fn complete(
         &self,
@@ -288,7 +586,7 @@ impl<S: Store> Store for Arc<S> {
         result: TargetState,
         now: Timestamp,
     ) -> impl Future<Output = Result<Completion, StoreError>> + Send {
-        (**self).complete(claim, result, now)
+        StoreWrapper::complete(self, claim, result, now)
     }
     fn retry_later(
         &self,
@@ -297,27 +595,43 @@ impl<S: Store> Store for Arc<S> {
         at: Timestamp,
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).retry_later(claim, busy_since, at, now)
+        StoreWrapper::retry_later(self, claim, busy_since, at, now)
     }
     fn release(
         &self,
         claim: &Claim,
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).release(claim, now)
+        StoreWrapper::release(self, claim, now)
     }
     fn next_wakeup(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
-        (**self).next_wakeup()
+        StoreWrapper::next_wakeup(self)
     }
     fn changed(&self) -> impl Future<Output = ()> + Send {
-        (**self).changed()
+        StoreWrapper::changed(self)
     }
     fn status(
         &self,
         id: JobId,
         caller: &Caller,
     ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send {
-        (**self).status(id, caller)
+        StoreWrapper::status(self, id, caller)
+    }
+    fn summary(
+        &self,
+        id: JobId,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Option<JobSummary>, StoreError>> + Send {
+        StoreWrapper::summary(self, id, caller)
+    }
+    fn jobs(
+        &self,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Vec<JobSummary>, StoreError>> + Send {
+        StoreWrapper::jobs(self, caller)
+    }
+    fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
+        StoreWrapper::events(self)
     }
     fn touch(
         &self,
@@ -325,7 +639,7 @@ impl<S: Store> Store for Arc<S> {
         caller: &Caller,
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        (**self).touch(id, caller, now)
+        StoreWrapper::touch(self, id, caller, now)
     }
     fn cancel(
         &self,
@@ -333,12 +647,21 @@ impl<S: Store> Store for Arc<S> {
         caller: &Caller,
         now: Timestamp,
     ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
-        (**self).cancel(id, caller, now)
+        StoreWrapper::cancel(self, id, caller, now)
     }
     fn evict_oldest(
         &self,
         max_bytes: u64,
     ) -> impl Future<Output = Result<Evicted, StoreError>> + Send {
-        (**self).evict_oldest(max_bytes)
+        StoreWrapper::evict_oldest(self, max_bytes)
+    }
+}
+
+/// A shared store is a store: several runners, one after another, can use one `Arc<MemoryStore>`.
+impl<S: Store> StoreWrapper for Arc<S> {
+    type Inner = S;
+
+    fn inner(&self) -> &S {
+        self
     }
 }

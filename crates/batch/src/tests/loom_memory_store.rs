@@ -16,12 +16,12 @@ const NOW: Timestamp = Timestamp::from_micros(1);
 fn submit(store: &MemoryStore, caller: &str, targets: usize) -> JobId {
     store
         .with(|s| {
-            s.submit(NewJob {
-                caller: Caller::new(caller),
-                targets: vec!["0".to_owned(); targets],
-                now: NOW,
-                max_live_jobs: 10,
-            })
+            s.submit(NewJob::new(
+                Caller::new(caller),
+                vec!["0".to_owned(); targets],
+                NOW,
+                10,
+            ))
         })
         .unwrap()
         .id

@@ -1,12 +1,15 @@
 //! The in-memory store's state machine, call by call: the rotation, fencing, leases,
-//! cancel and eviction.
+//! cancel and eviction; idempotency keys, summaries, job lists and the counts each call
+//! reports.
 
 use std::time::Duration;
 
 use crate::error::SubmitError;
-use crate::job::{Caller, JobId, JobStatus, TargetState};
+use crate::hooks::TargetOutcome;
+use crate::job::{Caller, Counts, JobId, JobStatus, TargetState};
 use crate::store::memory::State;
 use crate::store::{CancelOutcome, Completion, NewJob};
+use crate::summary::Progress;
 use crate::time::Timestamp;
 
 fn at(ms: u64) -> Timestamp {
@@ -15,12 +18,12 @@ fn at(ms: u64) -> Timestamp {
 
 fn submit(state: &mut State, caller: &str, targets: usize) -> JobId {
     state
-        .submit(NewJob {
-            caller: Caller::new(caller),
-            targets: (0..targets).map(|i| format!("\"{caller}{i}\"")).collect(),
-            now: at(0),
-            max_live_jobs: 100,
-        })
+        .submit(NewJob::new(
+            Caller::new(caller),
+            (0..targets).map(|i| format!("\"{caller}{i}\"")).collect(),
+            at(0),
+            100,
+        ))
         .unwrap()
         .id
 }
@@ -132,16 +135,11 @@ fn cancel_keeps_the_claim_out_and_never_overwrites_cancelled() {
 #[test]
 fn submit_limits_are_atomic_with_the_live_count() {
     let mut s = State::default();
-    let job = |caller: &str, max| NewJob {
-        caller: Caller::new(caller),
-        targets: vec!["1".into()],
-        now: at(0),
-        max_live_jobs: max,
-    };
-    s.submit(job("a", 2)).unwrap();
+    let job = |caller: &str, max| NewJob::new(Caller::new(caller), vec!["1".into()], at(0), max);
+    let a = s.submit(job("a", 2)).unwrap().id;
     assert!(matches!(
         s.submit(job("a", 2)),
-        Err(SubmitError::CallerBusy)
+        Err(SubmitError::CallerBusy { live }) if live == a
     ));
     s.submit(job("b", 2)).unwrap();
     assert!(matches!(s.submit(job("c", 2)), Err(SubmitError::Full)));
@@ -178,4 +176,184 @@ fn live_jobs_are_never_evicted() {
     submit(&mut s, "a", 3);
     assert_eq!(s.evict_oldest(0), crate::store::Evicted::default());
     assert_eq!(s.live_jobs(), 1);
+}
+
+fn failed(text: &str) -> TargetState {
+    TargetState::Failed {
+        error: text.to_owned(),
+        hint: None,
+    }
+}
+
+fn counts(pending: usize, done: usize, failed: usize) -> Counts {
+    Counts {
+        pending,
+        done,
+        failed,
+    }
+}
+
+fn keyed(caller: &str, key: &str, targets: usize, max_live_jobs: usize) -> NewJob {
+    NewJob::new(
+        Caller::new(caller),
+        (0..targets).map(|i| format!("\"{caller}{i}\"")).collect(),
+        at(0),
+        max_live_jobs,
+    )
+    .with_key(key)
+}
+
+#[test]
+fn a_key_returns_the_callers_stored_job_before_any_refusal() {
+    let mut s = State::default();
+    let first = s.submit(keyed("a", "k1", 2, 1)).unwrap();
+    assert!(!first.existing);
+    // Same caller and key: the same job, though the store is full and the caller busy.
+    let again = s.submit(keyed("a", "k1", 5, 1)).unwrap();
+    assert_eq!(
+        (again.id, again.existing, again.live_jobs),
+        (first.id, true, 1)
+    );
+    assert_eq!(
+        s.summary(first.id, &Caller::new("a")).unwrap().counts,
+        counts(2, 0, 0),
+        "the second submit's targets are ignored"
+    );
+    // Another key is a new job: refused as usual.
+    assert!(matches!(
+        s.submit(keyed("a", "k2", 1, 10)),
+        Err(SubmitError::CallerBusy { live }) if live == first.id
+    ));
+    // Another caller's key is its own.
+    let b = s.submit(keyed("b", "k1", 1, 10)).unwrap();
+    assert!(!b.existing && b.id != first.id);
+}
+
+#[test]
+fn a_key_holds_after_the_job_ended_until_it_is_evicted() {
+    let mut s = State::default();
+    let first = s.submit(keyed("a", "k", 1, 10)).unwrap();
+    let claim = s.claim(at(0), None).unwrap();
+    s.complete(&claim, done("1"), at(1));
+    let again = s.submit(keyed("a", "k", 1, 10)).unwrap();
+    assert_eq!(
+        (again.id, again.existing, again.live_jobs),
+        (first.id, true, 0)
+    );
+    assert_eq!(s.evict_oldest(0).jobs, 1);
+    let fresh = s.submit(keyed("a", "k", 1, 10)).unwrap();
+    assert!(!fresh.existing && fresh.id != first.id, "the key was freed");
+}
+
+#[test]
+fn claims_say_whether_they_started_their_job() {
+    let mut s = State::default();
+    submit(&mut s, "a", 2);
+    let first = s.claim(at(0), None).unwrap();
+    assert!(first.started);
+    assert!(s.release(&first));
+    let again = s.claim(at(1), None).unwrap();
+    assert!(!again.started, "the job was running already");
+}
+
+#[test]
+fn completions_report_progress_and_endings_their_counts() {
+    let mut s = State::default();
+    let a = submit(&mut s, "a", 2);
+    let ann = Caller::new("a");
+    let claim = s.claim(at(0), None).unwrap();
+    let Completion::Stored {
+        progress, ended, ..
+    } = s.complete(&claim, failed("x"), at(1))
+    else {
+        panic!("stored")
+    };
+    assert_eq!(ended, None);
+    assert_eq!(
+        progress,
+        Progress::new(
+            JobStatus::Running,
+            counts(1, 0, 1),
+            Some((0, TargetOutcome::Failed))
+        )
+    );
+    let claim = s.claim(at(1), None).unwrap();
+    let Completion::Stored {
+        progress, ended, ..
+    } = s.complete(&claim, done("1"), at(2))
+    else {
+        panic!("stored")
+    };
+    assert_eq!(
+        progress,
+        Progress::new(
+            JobStatus::Partial,
+            counts(0, 1, 1),
+            Some((1, TargetOutcome::Done))
+        )
+    );
+    let ended = ended.expect("the last target ends the job");
+    assert_eq!(
+        (ended.job, ended.status, ended.counts),
+        (a, JobStatus::Partial, counts(0, 1, 1))
+    );
+    let summary = s.summary(a, &ann).unwrap();
+    assert_eq!(
+        (summary.id, summary.status, summary.counts),
+        (a, JobStatus::Partial, counts(0, 1, 1))
+    );
+    assert_eq!(summary.updated, at(2).to_system_time());
+}
+
+#[test]
+fn counts_after_a_cancel_with_a_target_in_flight() {
+    let mut s = State::default();
+    let a = submit(&mut s, "a", 3);
+    let ann = Caller::new("a");
+    let claim = s.claim(at(0), None).unwrap();
+    let CancelOutcome::Cancelled(ended) = s.cancel(a, &ann, at(1)) else {
+        panic!("cancelled")
+    };
+    assert_eq!((ended.job, ended.counts), (a, counts(3, 0, 0)));
+    // The in-flight target is still stored; the job stays cancelled.
+    let Completion::Stored {
+        progress, ended, ..
+    } = s.complete(&claim, done("1"), at(2))
+    else {
+        panic!("stored")
+    };
+    assert_eq!(ended, None);
+    assert_eq!(
+        (progress.status, progress.counts),
+        (JobStatus::Cancelled, counts(2, 1, 0))
+    );
+    let summary = s.summary(a, &ann).unwrap();
+    assert_eq!(
+        (summary.status, summary.counts),
+        (JobStatus::Cancelled, counts(2, 1, 0))
+    );
+}
+
+#[test]
+fn summaries_and_job_lists_are_per_caller_in_submit_order_until_eviction() {
+    let mut s = State::default();
+    let ann = Caller::new("a");
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id = submit(&mut s, "a", 1);
+        let claim = s.claim(at(0), None).unwrap();
+        s.complete(&claim, done("1"), at(1));
+        ids.push(id);
+    }
+    let b = submit(&mut s, "b", 2);
+    let listed: Vec<JobId> = s.jobs_of(&ann).iter().map(|j| j.id).collect();
+    assert_eq!(listed, ids);
+    assert!(s.jobs_of(&ann).iter().all(|j| j.counts == counts(0, 1, 0)));
+    assert_eq!(s.jobs_of(&Caller::new("b"))[0].id, b);
+    assert_eq!(s.summary(b, &ann), None, "another caller's job");
+    assert!(s.jobs_of(&Caller::new("nobody")).is_empty());
+    assert_eq!(s.evict_oldest(0).jobs, 3);
+    assert_eq!(s.summary(ids[0], &ann), None, "evicted");
+    assert!(s.jobs_of(&ann).is_empty());
+    assert_eq!(s.jobs_of(&Caller::new("b")).len(), 1, "live jobs stay");
 }

@@ -603,7 +603,7 @@ pub async fn submit_rules<S: Store>(make: impl Fn() -> S) {
         .unwrap();
     assert!(matches!(
         runner.submit(&ann, &oks("x", 1)).await,
-        Err(SubmitError::CallerBusy)
+        Err(SubmitError::CallerBusy { live }) if live == a
     ));
     let b = runner.submit(&bob, &oks("b", 3)).await.unwrap();
     assert!(matches!(

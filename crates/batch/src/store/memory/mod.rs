@@ -1,4 +1,7 @@
 //! [`MemoryStore`]: every job in this process's memory, behind one lock.
+//!
+//! The state machine (jobs, rotation, eviction order, per-job counts, the caller and key
+//! indexes) and its invariants are in `state.rs`; this file is the facade.
 
 mod state;
 
@@ -8,6 +11,7 @@ use std::time::Duration;
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, Store, Submitted};
+use crate::summary::JobSummary;
 use crate::sync::Mutex;
 use crate::time::Timestamp;
 
@@ -153,6 +157,21 @@ impl Store for MemoryStore {
         caller: &Caller,
     ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send {
         ready(Ok(self.with(|s| s.status(id, caller))))
+    }
+
+    fn summary(
+        &self,
+        id: JobId,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Option<JobSummary>, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.summary(id, caller))))
+    }
+
+    fn jobs(
+        &self,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Vec<JobSummary>, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.jobs_of(caller))))
     }
 
     fn touch(

@@ -30,6 +30,13 @@
 //! 8. `(until, id)` is in `leases` iff the job has a claim out and the store grants leases:
 //!    a claim not renewed by `until` is taken back at the next `claim` (a rescue) and its
 //!    token goes stale, so its holder can no longer store anything.
+//! 9. A job's counts are kept on it: `done + failed == next` (the stored targets are exactly
+//!    those before `next`), `done` and `failed` count the `Done` and `Failed` results, and
+//!    `pending` is `targets.len() - next`. So a summary is O(1).
+//! 10. `by_caller[c]` holds exactly the ids of the stored jobs of caller `c` (no empty set
+//!     is kept), so `jobs(c)` lists them in submit order without a scan of every job.
+//! 11. `keys[(c, k)] == id` iff stored job `id` is caller `c`'s with idempotency key `k`: at
+//!     most one stored job per caller and key, found in O(1) by `submit`.
 //!
 //! # Locking
 //!
@@ -43,8 +50,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::SubmitError;
-use crate::job::{Caller, Job, JobId, JobStatus, TargetEntry, TargetState};
+use crate::hooks::TargetOutcome;
+use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
+use crate::summary::{JobSummary, Progress};
 use crate::time::Timestamp;
 
 /// Jobs (and targets per job) up to which the debug checks also rescan everything.
@@ -97,8 +106,42 @@ struct Entry {
     /// The eviction key (invariant 5); bumped on touch and when the job ends.
     touch: u64,
     bytes: u64,
+    /// Invariant 9.
     done: usize,
     failed: usize,
+    /// The idempotency key (invariant 11).
+    key: Option<String>,
+}
+
+impl Entry {
+    /// Invariant 9: O(1).
+    fn counts(&self) -> Counts {
+        Counts {
+            pending: self.targets.len() - self.next,
+            done: self.done,
+            failed: self.failed,
+        }
+    }
+
+    fn summary(&self, id: u64) -> JobSummary {
+        JobSummary::new(
+            JobId::new(id),
+            self.status,
+            self.counts(),
+            self.created.to_system_time(),
+            self.updated.to_system_time(),
+        )
+    }
+
+    fn ended(&self, id: u64, now: Timestamp, live_jobs: usize) -> Ended {
+        Ended {
+            job: JobId::new(id),
+            status: self.status,
+            counts: self.counts(),
+            after: now.saturating_since(self.created),
+            live_jobs,
+        }
+    }
 }
 
 /// Everything the in-memory store holds.
@@ -115,6 +158,10 @@ pub(crate) struct State {
     rescued: u64,
     live: usize,
     callers: HashMap<Caller, u64>,
+    /// Invariant 10.
+    by_caller: HashMap<Caller, BTreeSet<u64>>,
+    /// Invariant 11.
+    keys: HashMap<(Caller, String), u64>,
     bytes: u64,
     next_id: u64,
     next_token: u64,
@@ -141,11 +188,22 @@ impl State {
     }
 
     pub(crate) fn submit(&mut self, job: NewJob) -> Result<Submitted, SubmitError> {
+        if let Some(key) = &job.key
+            && let Some(&id) = self.keys.get(&(job.caller.clone(), key.clone()))
+        {
+            return Ok(Submitted {
+                id: JobId::new(id),
+                live_jobs: self.live,
+                existing: true,
+            });
+        }
         if self.live >= job.max_live_jobs {
             return Err(SubmitError::Full);
         }
-        if self.callers.contains_key(&job.caller) {
-            return Err(SubmitError::CallerBusy);
+        if let Some(&live) = self.callers.get(&job.caller) {
+            return Err(SubmitError::CallerBusy {
+                live: JobId::new(live),
+            });
         }
         self.next_id += 1;
         let id = self.next_id;
@@ -153,6 +211,13 @@ impl State {
         let bytes = targets.iter().map(|t| t.len() as u64).sum();
         let touch = self.bump_touch();
         self.callers.insert(job.caller.clone(), id);
+        self.by_caller
+            .entry(job.caller.clone())
+            .or_default()
+            .insert(id);
+        if let Some(key) = &job.key {
+            self.keys.insert((job.caller.clone(), key.clone()), id);
+        }
         self.jobs.insert(
             id,
             Entry {
@@ -172,6 +237,7 @@ impl State {
                 bytes,
                 done: 0,
                 failed: 0,
+                key: job.key,
             },
         );
         self.ready.insert(id);
@@ -181,6 +247,7 @@ impl State {
         Ok(Submitted {
             id: JobId::new(id),
             live_jobs: self.live,
+            existing: false,
         })
     }
 
@@ -227,7 +294,8 @@ impl State {
             entry.lease_until = Some(until);
             self.leases.insert((until, id));
         }
-        if entry.status == JobStatus::Queued {
+        let started = entry.status == JobStatus::Queued;
+        if started {
             entry.status = JobStatus::Running;
             entry.updated = now;
         }
@@ -239,6 +307,7 @@ impl State {
             token,
             busy_since: entry.busy_since,
             rescued: std::mem::take(&mut entry.rescue),
+            started,
         };
         self.check(id);
         Some(claim)
@@ -292,10 +361,17 @@ impl State {
         debug_assert_eq!(claim.index, entry.next, "a claim is for the next target");
         debug_assert!(!matches!(result, TargetState::Pending));
         let bytes = result.stored_bytes();
-        match result {
-            TargetState::Done { .. } => entry.done += 1,
-            _ => entry.failed += 1,
-        }
+        let outcome = match result {
+            TargetState::Done { .. } => {
+                entry.done += 1;
+                TargetOutcome::Done
+            }
+            _ => {
+                entry.failed += 1;
+                TargetOutcome::Failed
+            }
+        };
+        let index = entry.next;
         entry.results[entry.next] = result;
         entry.next += 1;
         entry.busy_since = None;
@@ -304,19 +380,21 @@ impl State {
         let mut ended = None;
         if entry.status.is_live() && entry.next == entry.targets.len() {
             entry.status = JobStatus::settled(entry.done, entry.failed);
-            let (after, caller) = (now.saturating_since(entry.created), entry.caller.clone());
+            let caller = entry.caller.clone();
             self.live -= 1;
             self.callers.remove(&caller);
-            ended = Some(Ended {
-                status: self.jobs[&id].status,
-                after,
-                live_jobs: self.live,
-            });
+            ended = Some(self.jobs[&id].ended(id, now, self.live));
         }
+        let entry = &self.jobs[&id];
+        let progress = Progress::new(entry.status, entry.counts(), Some((index, outcome)));
         self.bytes += bytes;
         self.end_claim(id, None);
         self.check(id);
-        Completion::Stored { bytes, ended }
+        Completion::Stored {
+            bytes,
+            ended,
+            progress,
+        }
     }
 
     pub(crate) fn retry_later(
@@ -391,6 +469,17 @@ impl State {
         })
     }
 
+    pub(crate) fn summary(&self, id: JobId, caller: &Caller) -> Option<JobSummary> {
+        Some(self.entry_of(id, caller)?.summary(id.get()))
+    }
+
+    /// `caller`'s stored jobs in submit order (ids are minted in submit order).
+    pub(crate) fn jobs_of(&self, caller: &Caller) -> Vec<JobSummary> {
+        self.by_caller.get(caller).map_or_else(Vec::new, |ids| {
+            ids.iter().map(|&id| self.jobs[&id].summary(id)).collect()
+        })
+    }
+
     pub(crate) fn touch(&mut self, id: JobId, caller: &Caller) -> bool {
         if self.entry_of(id, caller).is_none() {
             return false;
@@ -417,7 +506,6 @@ impl State {
         let entry = self.jobs.get_mut(&raw).expect("found above");
         entry.status = JobStatus::Cancelled;
         entry.updated = now;
-        let after = now.saturating_since(entry.created);
         let (caller, retry_at, idle) = (
             entry.caller.clone(),
             entry.retry_at,
@@ -434,11 +522,7 @@ impl State {
         self.live -= 1;
         self.callers.remove(&caller);
         self.check(raw);
-        CancelOutcome::Cancelled(Ended {
-            status: JobStatus::Cancelled,
-            after,
-            live_jobs: self.live,
-        })
+        CancelOutcome::Cancelled(self.jobs[&raw].ended(raw, now, self.live))
     }
 
     pub(crate) fn evict_oldest(&mut self, max_bytes: u64) -> Evicted {
@@ -448,7 +532,18 @@ impl State {
                 break;
             };
             let entry = self.jobs.remove(&id).expect("a finished job exists");
+            if let Some(ids) = self.by_caller.get_mut(&entry.caller) {
+                ids.remove(&id);
+                if ids.is_empty() {
+                    self.by_caller.remove(&entry.caller);
+                }
+            }
+            if let Some(key) = entry.key {
+                self.keys.remove(&(entry.caller, key));
+            }
             self.bytes -= entry.bytes;
+            // Invariants 10 and 11 (and the others' sums) without the job.
+            self.check(id);
             evicted.jobs += 1;
             evicted.bytes += entry.bytes;
             evicted.largest = evicted.largest.max(entry.bytes);
@@ -499,6 +594,20 @@ impl State {
                 "inv 5: {e:?}"
             );
             assert_eq!(self.callers.get(&e.caller) == Some(&id), live, "inv 6");
+            assert_eq!(e.done + e.failed, e.next, "inv 9: {e:?}");
+            assert!(
+                self.by_caller
+                    .get(&e.caller)
+                    .is_some_and(|ids| ids.contains(&id)),
+                "inv 10"
+            );
+            if let Some(key) = &e.key {
+                assert_eq!(
+                    self.keys.get(&(e.caller.clone(), key.clone())),
+                    Some(&id),
+                    "inv 11"
+                );
+            }
             let leased = e
                 .lease_until
                 .is_some_and(|u| self.leases.contains(&(u, id)));
@@ -522,6 +631,12 @@ impl State {
                         .all(|r| matches!(r, TargetState::Pending)),
                     "inv 4"
                 );
+                let done = e
+                    .results
+                    .iter()
+                    .filter(|r| matches!(r, TargetState::Done { .. }))
+                    .count();
+                assert_eq!((done, e.next - done), (e.done, e.failed), "inv 9");
                 let bytes: u64 = e.targets.iter().map(|t| t.len() as u64).sum::<u64>()
                     + e.results.iter().map(TargetState::stored_bytes).sum::<u64>();
                 assert_eq!(bytes, e.bytes, "inv 7");
@@ -536,6 +651,14 @@ impl State {
                 self.bytes,
                 "inv 7"
             );
+            assert_eq!(
+                self.by_caller.values().map(BTreeSet::len).sum::<usize>(),
+                self.jobs.len(),
+                "inv 10: every id is a stored job's"
+            );
+            assert!(self.by_caller.values().all(|ids| !ids.is_empty()), "inv 10");
+            let keyed = self.jobs.values().filter(|e| e.key.is_some()).count();
+            assert_eq!(self.keys.len(), keyed, "inv 11");
         }
     }
 }

@@ -1,11 +1,19 @@
-//! The store's `LISTEN` connection: turns `NOTIFY` messages into wake-ups for idle workers.
+//! The store's `LISTEN` connection: turns `NOTIFY` messages into wake-ups for idle workers
+//! and into [`StoreEvent`]s.
 //!
 //! One task per store owns one connection outside the pool, listens on the store's channel
-//! and bumps a generation counter on every message. [`Wakeups::changed`] resolves once the
-//! generation moved past the one the last claim saw, so a message that arrives between a
-//! worker's empty claim and its wait is not lost. A lost connection is reopened after
-//! [`RECONNECT_WAIT`]; reopening bumps the generation too (messages sent meanwhile are gone),
-//! and the store's bounded fallback poll covers the gap.
+//! and bumps a generation counter on every message that may make a job claimable (a
+//! [`Note`] marked `wake`, a payload it cannot read, or an empty one from an older release).
+//! [`Wakeups::changed`] resolves once the generation moved past the one the last claim saw,
+//! so a message that arrives between a worker's empty claim and its wait is not lost. A lost
+//! connection is reopened after [`RECONNECT_WAIT`]; reopening bumps the generation too
+//! (messages sent meanwhile are gone), and the store's bounded fallback poll covers the gap.
+//!
+//! Every readable note is also sent to the [`Store::events`](crate::store::Store::events) receivers
+//! as [`StoreEvent::Progress`]; each time `LISTEN` succeeds (the first time included: changes
+//! before it were not heard either) they get [`StoreEvent::Missed`]. A malformed payload is
+//! logged and is only a wake-up. Sending on the broadcast channel never waits: a receiver that
+//! falls behind lags, and treats that as `Missed`.
 
 use std::future::poll_fn;
 use std::sync::Arc;
@@ -14,21 +22,38 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, broadcast};
 use tokio_postgres::{AsyncMessage, Client, Connection, NoTls};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::PostgresError;
 use super::connect::{Connector, within};
+use super::queries::Note;
+use crate::store::StoreEvent;
 
 /// How long the listener waits before reopening a lost connection.
 const RECONNECT_WAIT: Duration = Duration::from_secs(1);
 
-/// The generation counter and its waiters, shared with the listener task.
-#[derive(Debug, Default)]
+/// How many events a receiver may fall behind before it lags.
+const EVENTS_CAPACITY: usize = 1024;
+
+/// The generation counter and its waiters, and the events' sender, shared with the listener
+/// task.
+#[derive(Debug)]
 struct Signal {
     generation: AtomicU64,
     notify: Notify,
+    events: broadcast::Sender<StoreEvent>,
+}
+
+impl Default for Signal {
+    fn default() -> Self {
+        Self {
+            generation: AtomicU64::new(0),
+            notify: Notify::new(),
+            events: broadcast::channel(EVENTS_CAPACITY).0,
+        }
+    }
 }
 
 impl Signal {
@@ -36,9 +61,41 @@ impl Signal {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.notify.notify_waiters();
     }
+
+    /// Sends `event` to the receivers there are (none is fine).
+    fn publish(&self, event: StoreEvent) {
+        let _ = self.events.send(event);
+    }
+
+    /// One `NOTIFY` arrived with `payload`.
+    fn message(&self, payload: &str) {
+        if payload.is_empty() {
+            // A replica of an older release: a plain wake-up.
+            self.bump();
+            return;
+        }
+        match Note::parse(payload) {
+            Some(note) => {
+                if note.wake {
+                    self.bump();
+                }
+                self.publish(StoreEvent::Progress {
+                    job: note.job,
+                    progress: note.progress,
+                });
+            }
+            None => {
+                tracing::warn!(
+                    payload,
+                    "batch postgres store: unreadable NOTIFY payload, taken as a wake-up"
+                );
+                self.bump();
+            }
+        }
+    }
 }
 
-/// Wake-ups from other processes, for [`Store::changed`](crate::Store::changed).
+/// Wake-ups from other processes, for [`Store::changed`](crate::store::Store::changed).
 #[derive(Debug)]
 pub(super) struct Wakeups {
     config: tokio_postgres::Config,
@@ -77,8 +134,17 @@ impl Wakeups {
         self.seen.fetch_max(now, Ordering::SeqCst);
     }
 
-    /// Resolves once a message arrived after the last claim started.
-    pub(super) async fn changed(&self) {
+    /// A new receiver of the store's events; starts the listener if a runtime is at hand.
+    pub(super) fn events(&self) -> broadcast::Receiver<StoreEvent> {
+        let receiver = self.signal.events.subscribe();
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.start();
+        }
+        receiver
+    }
+
+    /// Starts the listener task once, on the current runtime.
+    fn start(&self) {
         self.task.get_or_init(|| {
             let stop = CancellationToken::new();
             tokio::spawn(listen(
@@ -93,6 +159,11 @@ impl Wakeups {
             ));
             stop.drop_guard()
         });
+    }
+
+    /// Resolves once a message arrived after the last claim started.
+    pub(super) async fn changed(&self) {
+        self.start();
         let notified = self.signal.notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
@@ -160,7 +231,7 @@ async fn listen_on<S, T>(
     let drive = async {
         while let Some(message) = poll_fn(|cx| connection.poll_message(cx)).await {
             match message {
-                Ok(AsyncMessage::Notification(_)) => signal.bump(),
+                Ok(AsyncMessage::Notification(note)) => signal.message(note.payload()),
                 Ok(_) => {}
                 Err(error) => {
                     tracing::warn!(%error, "batch postgres store: LISTEN connection lost");
@@ -173,7 +244,10 @@ async fn listen_on<S, T>(
         let sql = format!("LISTEN \"{channel}\"");
         match client.batch_execute(&sql).await {
             // Changes made while this connection was not listening are not announced.
-            Ok(()) => signal.bump(),
+            Ok(()) => {
+                signal.bump();
+                signal.publish(StoreEvent::Missed);
+            }
             Err(error) => {
                 tracing::warn!(%error, "batch postgres store: LISTEN failed");
                 return;
@@ -184,5 +258,52 @@ async fn listen_on<S, T>(
     tokio::select! {
         () = drive => {}
         () = subscribe => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{Counts, JobId, JobStatus};
+    use crate::summary::Progress;
+
+    fn generation(signal: &Signal) -> u64 {
+        signal.generation.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn notes_wake_as_marked_and_become_events() {
+        let signal = Signal::default();
+        let mut events = signal.events.subscribe();
+        signal.message("p 3 running 2 0 0");
+        assert_eq!(generation(&signal), 0, "a start wakes no worker");
+        let counts = Counts {
+            pending: 2,
+            done: 0,
+            failed: 0,
+        };
+        assert_eq!(
+            events.try_recv().unwrap(),
+            StoreEvent::Progress {
+                job: JobId::new(3),
+                progress: Progress::new(JobStatus::Running, counts, None),
+            }
+        );
+        signal.message("w 3 cancelled 2 0 0");
+        assert_eq!(generation(&signal), 1);
+        assert!(matches!(
+            events.try_recv().unwrap(),
+            StoreEvent::Progress { progress, .. } if progress.status == JobStatus::Cancelled
+        ));
+    }
+
+    #[test]
+    fn unreadable_and_empty_payloads_are_plain_wake_ups() {
+        let signal = Signal::default();
+        let mut events = signal.events.subscribe();
+        signal.message("");
+        signal.message("w 3 sleeping 2 0 0");
+        assert_eq!(generation(&signal), 2);
+        assert!(events.try_recv().is_err(), "no event from either");
     }
 }

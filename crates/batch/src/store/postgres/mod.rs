@@ -32,13 +32,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use deadpool_postgres::{Object, Pool, Transaction};
+use tokio::sync::broadcast;
 
 pub use error::PostgresError;
 pub use options::PostgresOptions;
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId, TargetState};
-use crate::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, Store, Submitted};
+use crate::store::{
+    CancelOutcome, Claim, Completion, Evicted, NewJob, Store, StoreEvent, Submitted,
+};
+use crate::summary::JobSummary;
 use crate::time::Timestamp;
 
 /// A [`Store`] in a PostgreSQL database, shared by several runner processes (replicas).
@@ -56,7 +60,7 @@ use crate::time::Timestamp;
 /// - **Leases and fencing.** A claim holds a lease of [`PostgresOptions::lease_ttl`], renewed
 ///   by the runner every third of it while the fetch runs; a slow fetch that keeps renewing is
 ///   never fetched twice. A claim whose lease lapsed is taken back by the next claim anywhere
-///   (reported through [`Hooks::rescued`](crate::Hooks::rescued) and `tracing`); every write
+///   (reported through [`Hooks::rescued`](crate::hooks::Hooks::rescued) and `tracing`); every write
 ///   matches the claim's fencing token, so the replica that lost it can never overwrite what
 ///   the new owner stored.
 /// - **A replica dies** (SIGKILL, a lost machine): its targets are fetched again by the others
@@ -64,6 +68,12 @@ use crate::time::Timestamp;
 /// - **Wake-ups**: submit, a stored target, a retry, a release and a cancel send `NOTIFY`; idle
 ///   workers of every replica `LISTEN` and claim at once, and claim again at least every
 ///   [`PostgresOptions::poll_interval`] regardless.
+/// - **Events**: each of those `NOTIFY`s, and one for a claim that starts a job, carries the
+///   job's status and counts right after the change; [`Store::events`] receivers get it as a
+///   [`StoreEvent::Progress`] (from every replica, this one included), and a
+///   [`StoreEvent::Missed`] whenever the listening connection was (re)opened, since changes
+///   made while it was not listening are not announced. The listener starts at the first
+///   `events` call made inside a tokio runtime, or at the first idle wait.
 /// - **A lost connection** is a [`StoreError::Unavailable`]: the runner retries the call on a
 ///   fresh connection; the transaction rolled back, so nothing is lost or stored twice.
 /// - `max_live_jobs`, one live job per caller, and the byte budget hold across replicas
@@ -250,7 +260,12 @@ impl Store for PostgresStore {
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
         self.wakeups.claiming();
         self.last_now.fetch_max(now.as_micros(), Ordering::SeqCst);
-        transaction!(self, |tx| queries::claim(&tx, now, self.lease_ttl))
+        transaction!(self, |tx| queries::claim(
+            &tx,
+            &self.channel,
+            now,
+            self.lease_ttl
+        ))
     }
 
     async fn renew(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
@@ -311,6 +326,18 @@ impl Store for PostgresStore {
 
     async fn status(&self, id: JobId, caller: &Caller) -> Result<Option<Job>, StoreError> {
         transaction!(self, |tx| queries::status(&tx, id, caller))
+    }
+
+    async fn summary(&self, id: JobId, caller: &Caller) -> Result<Option<JobSummary>, StoreError> {
+        transaction!(self, |tx| queries::summary(&tx, id, caller))
+    }
+
+    async fn jobs(&self, caller: &Caller) -> Result<Vec<JobSummary>, StoreError> {
+        transaction!(self, |tx| queries::jobs(&tx, caller))
+    }
+
+    fn events(&self) -> Option<broadcast::Receiver<StoreEvent>> {
+        Some(self.wakeups.events())
     }
 
     async fn touch(&self, id: JobId, caller: &Caller, now: Timestamp) -> Result<bool, StoreError> {

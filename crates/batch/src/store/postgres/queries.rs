@@ -11,8 +11,12 @@
 //!   lapsed (a *rescue*: its token goes stale, so a late write from its old holder changes no
 //!   row).
 //! - **Fencing.** `complete`, `retry_later`, `release` and `renew` match `in_flight = token`.
-//! - **Wake-ups.** A change that can make a job claimable sends `NOTIFY` on the store's channel
-//!   (delivered at commit).
+//! - **Wake-ups and events.** Every change to one job (a submit, a claim that starts it, a
+//!   stored target, a retry, a release, a cancel) sends `NOTIFY` on the store's channel
+//!   (delivered at commit) with a compact [`Note`] as payload: whether the change can make a
+//!   job claimable (then idle workers of every replica wake, exactly the changes that sent a
+//!   wake-up before payloads existed), and the job's status and counts right after it. The
+//!   listener (`listen.rs`) turns each into a [`StoreEvent`](crate::store::StoreEvent).
 //! - `submit` and `evict_oldest` take a transaction-level advisory lock each, so `max_live_jobs`
 //!   and the byte budget hold across replicas.
 
@@ -25,8 +29,10 @@ use tokio_postgres::types::ToSql;
 
 use super::PostgresError;
 use crate::error::SubmitError;
-use crate::job::{Caller, Job, JobId, JobStatus, TargetEntry, TargetState};
+use crate::hooks::TargetOutcome;
+use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
+use crate::summary::{JobSummary, Progress};
 use crate::time::Timestamp;
 
 type Result<T> = std::result::Result<T, PostgresError>;
@@ -72,9 +78,108 @@ async fn execute(tx: &Transaction<'_>, sql: &str, params: &[&(dyn ToSql + Sync)]
     Ok(tx.execute(&stmt, params).await?)
 }
 
-async fn notify(tx: &Transaction<'_>, channel: &str) -> Result<()> {
-    execute(tx, "SELECT pg_notify($1, '')", &[&channel]).await?;
+/// What one `NOTIFY` says: a change to job `job`, and whether it may make a job claimable.
+///
+/// Its payload is one short line of words, `<w|p> <job> <status> <pending> <done> <failed>`
+/// and, when the change stored a target, ` <index> <d|f>`: `w` wakes idle workers, `p` is
+/// progress only. For example `w 17 running 3 1 0 0 d`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Note {
+    /// The change may make a job claimable: idle workers should claim.
+    pub(super) wake: bool,
+    /// The job.
+    pub(super) job: JobId,
+    /// The job right after the change.
+    pub(super) progress: Progress,
+}
+
+impl Note {
+    fn new(wake: bool, job: i64, progress: Progress) -> Self {
+        Self {
+            wake,
+            job: JobId::new(job as u64),
+            progress,
+        }
+    }
+
+    /// The payload text.
+    pub(super) fn payload(&self) -> String {
+        let Progress {
+            status,
+            counts,
+            last,
+            ..
+        } = self.progress;
+        let mut text = format!(
+            "{} {} {status} {} {} {}",
+            if self.wake { 'w' } else { 'p' },
+            self.job,
+            counts.pending,
+            counts.done,
+            counts.failed
+        );
+        if let Some((index, outcome)) = last {
+            let word = match outcome {
+                TargetOutcome::Done => 'd',
+                TargetOutcome::Failed => 'f',
+            };
+            text.push_str(&format!(" {index} {word}"));
+        }
+        text
+    }
+
+    /// Reads a payload back; `None` if it is not one [`payload`](Self::payload) writes.
+    pub(super) fn parse(text: &str) -> Option<Self> {
+        let words: Vec<&str> = text.split(' ').collect();
+        let (head, last) = match words.len() {
+            6 => (&words[..], None),
+            8 => (&words[..6], Some((&words[6], &words[7]))),
+            _ => return None,
+        };
+        let wake = match head[0] {
+            "w" => true,
+            "p" => false,
+            _ => return None,
+        };
+        let number = |word: &str| word.parse::<usize>().ok();
+        let job = head[1].parse::<u64>().ok()?;
+        let status = JobStatus::parse(head[2])?;
+        let counts = Counts {
+            pending: number(head[3])?,
+            done: number(head[4])?,
+            failed: number(head[5])?,
+        };
+        let last = match last {
+            None => None,
+            Some((index, word)) => Some((
+                number(index)?,
+                match *word {
+                    "d" => TargetOutcome::Done,
+                    "f" => TargetOutcome::Failed,
+                    _ => return None,
+                },
+            )),
+        };
+        Some(Self {
+            wake,
+            job: JobId::new(job),
+            progress: Progress::new(status, counts, last),
+        })
+    }
+}
+
+async fn notify(tx: &Transaction<'_>, channel: &str, note: Note) -> Result<()> {
+    execute(tx, "SELECT pg_notify($1, $2)", &[&channel, &note.payload()]).await?;
     Ok(())
+}
+
+/// A job's counts from its row's `total`, `done` and `failed`.
+fn counts(total: i32, done: i32, failed: i32) -> Counts {
+    Counts {
+        pending: (total - done - failed).max(0) as usize,
+        done: done as usize,
+        failed: failed as usize,
+    }
 }
 
 pub(super) async fn live_jobs(tx: &Transaction<'_>) -> Result<usize> {
@@ -98,26 +203,43 @@ pub(super) async fn submit(
 ) -> std::result::Result<Submitted, SubmitError> {
     execute(tx, "SELECT pg_advisory_xact_lock($1)", &[&SUBMIT_LOCK]).await?;
     let live = live_jobs(tx).await?;
+    if let Some(key) = &job.key {
+        let existing = query_opt(
+            tx,
+            "SELECT id FROM jobs WHERE caller = $1 AND key = $2",
+            &[&job.caller.as_str(), key],
+        )
+        .await?;
+        if let Some(row) = existing {
+            return Ok(Submitted {
+                id: JobId::new(row.get::<_, i64>(0) as u64),
+                live_jobs: live,
+                existing: true,
+            });
+        }
+    }
     if live >= job.max_live_jobs {
         return Err(SubmitError::Full);
     }
     let busy = query_opt(
         tx,
-        "SELECT 1 FROM jobs WHERE caller = $1 AND status IN ('queued', 'running')",
+        "SELECT id FROM jobs WHERE caller = $1 AND status IN ('queued', 'running')",
         &[&job.caller.as_str()],
     )
     .await?;
-    if busy.is_some() {
-        return Err(SubmitError::CallerBusy);
+    if let Some(row) = busy {
+        return Err(SubmitError::CallerBusy {
+            live: JobId::new(row.get::<_, i64>(0) as u64),
+        });
     }
     let bytes: i64 = job.targets.iter().map(|t| t.len() as i64).sum();
     let now = to_sql(job.now);
     let total = job.targets.len() as i32;
     let row = query_opt(
         tx,
-        "INSERT INTO jobs (caller, status, created, updated, touched, touch_seq, total, bytes)
-         VALUES ($1, 'queued', $2, $2, $2, nextval('touches'), $3, $4) RETURNING id",
-        &[&job.caller.as_str(), &now, &total, &bytes],
+        "INSERT INTO jobs (caller, status, created, updated, touched, touch_seq, total, bytes, key)
+         VALUES ($1, 'queued', $2, $2, $2, nextval('touches'), $3, $4, $5) RETURNING id",
+        &[&job.caller.as_str(), &now, &total, &bytes, &job.key],
     )
     .await?
     .ok_or_else(|| PostgresError::InvalidRow("INSERT returned no id".into()))?;
@@ -131,10 +253,12 @@ pub(super) async fn submit(
         &[&id, &indexes, &job.targets],
     )
     .await?;
-    notify(tx, channel).await?;
+    let progress = Progress::new(JobStatus::Queued, counts(total, 0, 0), None);
+    notify(tx, channel, Note::new(true, id, progress)).await?;
     Ok(Submitted {
         id: JobId::new(id as u64),
         live_jobs: live + 1,
+        existing: false,
     })
 }
 
@@ -158,11 +282,16 @@ async fn rescue_lapsed(tx: &Transaction<'_>, now: i64) -> Result<()> {
     Ok(())
 }
 
-/// The first ready job at or after `from` in submit order, locked.
-async fn ready_from(tx: &Transaction<'_>, from: i64, now: i64) -> Result<Option<(i64, bool)>> {
+/// The first ready job at or after `from` in submit order, locked: its id, whether its last
+/// claim lapsed, and whether it is still queued.
+async fn ready_from(
+    tx: &Transaction<'_>,
+    from: i64,
+    now: i64,
+) -> Result<Option<(i64, bool, bool)>> {
     let row = query_opt(
         tx,
-        "SELECT id, rescue FROM jobs
+        "SELECT id, rescue, status = 'queued' FROM jobs
          WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total
            AND id >= $1 AND (retry_at IS NULL OR retry_at <= $2)
          ORDER BY id LIMIT 1
@@ -170,11 +299,12 @@ async fn ready_from(tx: &Transaction<'_>, from: i64, now: i64) -> Result<Option<
         &[&from, &now],
     )
     .await?;
-    Ok(row.map(|row| (row.get(0), row.get(1))))
+    Ok(row.map(|row| (row.get(0), row.get(1), row.get(2))))
 }
 
 pub(super) async fn claim(
     tx: &Transaction<'_>,
+    channel: &str,
     now: Timestamp,
     lease: Duration,
 ) -> Result<Option<Claim>> {
@@ -184,7 +314,7 @@ pub(super) async fn claim(
         .ok_or_else(|| PostgresError::InvalidRow("the rotation row is missing".into()))?
         .get(0);
     rescue_lapsed(tx, now).await?;
-    let (id, rescued) = match ready_from(tx, cursor, now).await? {
+    let (id, rescued, started) = match ready_from(tx, cursor, now).await? {
         Some(found) => found,
         None => match ready_from(tx, 0, now).await? {
             Some(found) => found,
@@ -197,7 +327,7 @@ pub(super) async fn claim(
         "UPDATE jobs SET in_flight = nextval('claim_tokens'), lease_until = $3, rescue = FALSE,
              retry_at = NULL, status = 'running',
              updated = CASE status WHEN 'queued' THEN $2 ELSE updated END
-         WHERE id = $1 RETURNING caller, next, busy_since, in_flight",
+         WHERE id = $1 RETURNING caller, next, busy_since, in_flight, total, done, failed",
         &[&id, &now, &until],
     )
     .await?
@@ -206,6 +336,12 @@ pub(super) async fn claim(
     let index: i32 = row.get(1);
     let busy_since: Option<i64> = row.get(2);
     let token: i64 = row.get(3);
+    if started {
+        // Watchers see the start; workers have nothing new to claim.
+        let counts = counts(row.get(4), row.get(5), row.get(6));
+        let progress = Progress::new(JobStatus::Running, counts, None);
+        notify(tx, channel, Note::new(false, id, progress)).await?;
+    }
     execute(tx, "UPDATE rotation SET cursor = $1", &[&(id + 1)]).await?;
     let target: String = query_opt(
         tx,
@@ -223,6 +359,7 @@ pub(super) async fn claim(
         token: token as u64,
         busy_since: busy_since.map(from_sql),
         rescued,
+        started,
     }))
 }
 
@@ -254,14 +391,15 @@ async fn end_claim(
     busy_since: Option<i64>,
     now: i64,
 ) -> Result<bool> {
-    let n = execute(
+    let row = query_opt(
         tx,
         "UPDATE jobs SET in_flight = NULL, lease_until = NULL, retry_at = $3,
              busy_since = COALESCE($4, busy_since),
              touch_seq = CASE WHEN status IN ('queued', 'running') THEN touch_seq
                               ELSE nextval('touches') END,
              touched = CASE WHEN status IN ('queued', 'running') THEN touched ELSE $5 END
-         WHERE id = $1 AND in_flight = $2",
+         WHERE id = $1 AND in_flight = $2
+         RETURNING status, total, done, failed",
         &[
             &(claim.job.get() as i64),
             &(claim.token as i64),
@@ -271,10 +409,18 @@ async fn end_claim(
         ],
     )
     .await?;
-    if n == 1 {
-        notify(tx, channel).await?;
-    }
-    Ok(n == 1)
+    let Some(row) = row else {
+        return Ok(false);
+    };
+    let status = parse_status(row.get(0))?;
+    let progress = Progress::new(status, counts(row.get(1), row.get(2), row.get(3)), None);
+    notify(
+        tx,
+        channel,
+        Note::new(true, claim.job.get() as i64, progress),
+    )
+    .await?;
+    Ok(true)
 }
 
 pub(super) async fn complete(
@@ -324,7 +470,8 @@ pub(super) async fn complete(
         &[&id, &(next - 1), &state, &output, &error, &hint],
     )
     .await?;
-    let was_live = parse_status(&status)?.is_live();
+    let found = parse_status(&status)?;
+    let was_live = found.is_live();
     let mut ended = None;
     let status = if was_live && next == total {
         let settled = JobStatus::settled(done as usize, failed as usize);
@@ -333,7 +480,18 @@ pub(super) async fn complete(
     } else {
         None
     };
-    if !was_live || ended.is_some() {
+    let counts = counts(total, done, failed);
+    let outcome = if state == "done" {
+        TargetOutcome::Done
+    } else {
+        TargetOutcome::Failed
+    };
+    let after_status = ended.map_or(found, |(settled, _)| settled);
+    let progress = Progress::new(after_status, counts, Some(((next - 1) as usize, outcome)));
+    let over = !was_live || ended.is_some();
+    // Only a job that goes on is claimable again, possibly by another replica.
+    notify(tx, channel, Note::new(!over, id, progress)).await?;
+    if over {
         // The job is over and idle now: it enters the eviction order as the latest touched.
         execute(
             tx,
@@ -343,19 +501,22 @@ pub(super) async fn complete(
             &[&id, &status, &sql_now],
         )
         .await?;
-    } else {
-        // The job is claimable again, possibly by another replica.
-        notify(tx, channel).await?;
     }
     let ended = match ended {
         Some((status, after)) => Some(Ended {
+            job: claim.job,
             status,
+            counts,
             after,
             live_jobs: live_jobs(tx).await?,
         }),
         None => None,
     };
-    Ok(Completion::Stored { bytes, ended })
+    Ok(Completion::Stored {
+        bytes,
+        ended,
+        progress,
+    })
 }
 
 pub(super) async fn retry_later(
@@ -456,6 +617,36 @@ pub(super) async fn status(
     }))
 }
 
+/// The columns a [`JobSummary`] is read from, in [`to_summary`]'s order.
+const SUMMARY_COLUMNS: &str = "id, status, created, updated, total, done, failed";
+
+fn to_summary(row: &Row) -> Result<JobSummary> {
+    Ok(JobSummary::new(
+        JobId::new(row.get::<_, i64>(0) as u64),
+        parse_status(row.get(1))?,
+        counts(row.get(4), row.get(5), row.get(6)),
+        from_sql(row.get(2)).to_system_time(),
+        from_sql(row.get(3)).to_system_time(),
+    ))
+}
+
+pub(super) async fn summary(
+    tx: &Transaction<'_>,
+    id: JobId,
+    caller: &Caller,
+) -> Result<Option<JobSummary>> {
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM jobs WHERE id = $1 AND caller = $2");
+    let row = query_opt(tx, &sql, &[&(id.get() as i64), &caller.as_str()]).await?;
+    row.as_ref().map(to_summary).transpose()
+}
+
+/// `caller`'s stored jobs in submit order, through the `jobs_caller` index.
+pub(super) async fn jobs(tx: &Transaction<'_>, caller: &Caller) -> Result<Vec<JobSummary>> {
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM jobs WHERE caller = $1 ORDER BY id");
+    let rows = query(tx, &sql, &[&caller.as_str()]).await?;
+    rows.iter().map(to_summary).collect()
+}
+
 pub(super) async fn touch(
     tx: &Transaction<'_>,
     id: JobId,
@@ -487,18 +678,23 @@ pub(super) async fn cancel(
     }
     let sql_now = to_sql(now);
     // An idle job enters the eviction order now; one with a claim out does when the claim ends.
-    execute(
+    let row = query_opt(
         tx,
         "UPDATE jobs SET status = 'cancelled', updated = $2, retry_at = NULL,
              touch_seq = CASE WHEN in_flight IS NULL THEN nextval('touches') ELSE touch_seq END,
              touched = CASE WHEN in_flight IS NULL THEN $2 ELSE touched END
-         WHERE id = $1",
+         WHERE id = $1 RETURNING total, done, failed",
         &[&(id.get() as i64), &sql_now],
     )
-    .await?;
-    notify(tx, channel).await?;
+    .await?
+    .ok_or_else(|| PostgresError::InvalidRow("a locked job vanished".into()))?;
+    let counts = counts(row.get(0), row.get(1), row.get(2));
+    let progress = Progress::new(JobStatus::Cancelled, counts, None);
+    notify(tx, channel, Note::new(true, id.get() as i64, progress)).await?;
     Ok(CancelOutcome::Cancelled(Ended {
+        job: id,
         status: JobStatus::Cancelled,
+        counts,
         after: now.saturating_since(from_sql(created)),
         live_jobs: live_jobs(tx).await?,
     }))

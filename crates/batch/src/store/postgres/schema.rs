@@ -12,7 +12,7 @@ use tokio_postgres::Client;
 use super::PostgresError;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     // Version 1: the SQLite store's tables, plus what a shared store needs.
     //
     // `in_flight` is the fencing token of the claim out (from `claim_tokens`), `lease_until`
@@ -63,6 +63,16 @@ const MIGRATIONS: &[&str] = &[
     INSERT INTO rotation (cursor) VALUES (0);
     CREATE SEQUENCE claim_tokens;
     CREATE SEQUENCE touches;
+    ",
+    // Version 2: idempotency keys, and a caller's jobs in submit order (`Store::jobs`).
+    //
+    // A job's counts need no column of their own: `done` and `failed` are version 1's, bumped
+    // by the very `UPDATE` that stores a target, and pending is `total - done - failed`; so
+    // every schema written by version 1 has them right already.
+    "
+    ALTER TABLE jobs ADD COLUMN key TEXT;
+    CREATE UNIQUE INDEX jobs_caller_key ON jobs (caller, key) WHERE key IS NOT NULL;
+    CREATE INDEX jobs_caller ON jobs (caller, id);
     ",
 ];
 

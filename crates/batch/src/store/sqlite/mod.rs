@@ -20,6 +20,7 @@ pub use options::{MAX_BUSY_TIMEOUT, SqliteOptions, Synchronous};
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, Store, Submitted};
+use crate::summary::JobSummary;
 use crate::time::Timestamp;
 use owner::OwnerLock;
 use thread::ConnectionThread;
@@ -422,6 +423,23 @@ impl Store for SqliteStore {
     ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send {
         let caller = caller.clone();
         self.read(move |tx| queries::status(tx, id, &caller))
+    }
+
+    fn summary(
+        &self,
+        id: JobId,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Option<JobSummary>, StoreError>> + Send {
+        let caller = caller.clone();
+        self.read(move |tx| queries::summary(tx, id, &caller))
+    }
+
+    fn jobs(
+        &self,
+        caller: &Caller,
+    ) -> impl Future<Output = Result<Vec<JobSummary>, StoreError>> + Send {
+        let caller = caller.clone();
+        self.read(move |tx| queries::jobs(tx, &caller))
     }
 
     fn touch(

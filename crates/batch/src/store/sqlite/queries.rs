@@ -10,6 +10,10 @@
 //! Every function runs inside the store's open transaction, in a savepoint of its own, with a
 //! copy of the [`Counters`]; the caller keeps both or neither, so a failed step leaves the
 //! database and the counters as they were.
+//!
+//! A job's counts are columns of its row: `done` and `failed` are bumped by the same `UPDATE`
+//! that moves `next` when a target is stored, and pending is `total - done - failed`. So a
+//! summary is one row, whatever the job's size.
 
 use std::sync::Arc;
 
@@ -17,8 +21,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteError;
 use crate::error::SubmitError;
-use crate::job::{Caller, Job, JobId, JobStatus, TargetEntry, TargetState};
+use crate::hooks::TargetOutcome;
+use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
+use crate::summary::{JobSummary, Progress};
 use crate::time::Timestamp;
 
 type Result<T> = std::result::Result<T, SqliteError>;
@@ -86,30 +92,61 @@ fn parse_status(word: &str) -> Result<JobStatus> {
     JobStatus::parse(word).ok_or_else(|| SqliteError::InvalidRow(format!("job status {word:?}")))
 }
 
+/// A job's counts from its row's `total`, `done` and `failed`.
+fn counts(total: i64, done: i64, failed: i64) -> Counts {
+    Counts {
+        pending: (total - done - failed).max(0) as usize,
+        done: done as usize,
+        failed: failed as usize,
+    }
+}
+
 pub(super) fn submit(
     tx: &Connection,
     c: &mut Counters,
     job: NewJob,
 ) -> std::result::Result<Submitted, SubmitError> {
     let live = live_jobs(tx)?;
+    if let Some(key) = &job.key {
+        let existing: Option<i64> = tx
+            .prepare_cached("SELECT id FROM jobs WHERE caller = ?1 AND key = ?2")
+            .and_then(|mut stmt| {
+                stmt.query_row(params![job.caller.as_str(), key], |row| row.get(0))
+                    .optional()
+            })
+            .map_err(SqliteError::from)?;
+        if let Some(id) = existing {
+            return Ok(Submitted {
+                id: JobId::new(id as u64),
+                live_jobs: live,
+                existing: true,
+            });
+        }
+    }
     if live >= job.max_live_jobs {
         return Err(SubmitError::Full);
     }
-    let busy_sql = format!("SELECT 1 FROM jobs WHERE caller = ?1 AND {LIVE}");
-    let busy = tx
+    let busy_sql = format!("SELECT id FROM jobs WHERE caller = ?1 AND {LIVE}");
+    let busy: Option<i64> = tx
         .prepare_cached(&busy_sql)
-        .and_then(|mut stmt| stmt.exists([job.caller.as_str()]))
+        .and_then(|mut stmt| {
+            stmt.query_row([job.caller.as_str()], |row| row.get(0))
+                .optional()
+        })
         .map_err(SqliteError::from)?;
-    if busy {
-        return Err(SubmitError::CallerBusy);
+    if let Some(live) = busy {
+        return Err(SubmitError::CallerBusy {
+            live: JobId::new(live as u64),
+        });
     }
     let bytes: i64 = job.targets.iter().map(|t| t.len() as i64).sum();
     let touch = c.next_touch();
     let now = to_sql(job.now);
     let id: i64 = tx
         .prepare_cached(
-            "INSERT INTO jobs (caller, status, created, updated, touched, touch_seq, total, bytes)
-             VALUES (?1, 'queued', ?2, ?2, ?2, ?3, ?4, ?5) RETURNING id",
+            "INSERT INTO jobs
+                 (caller, status, created, updated, touched, touch_seq, total, bytes, key)
+             VALUES (?1, 'queued', ?2, ?2, ?2, ?3, ?4, ?5, ?6) RETURNING id",
         )
         .and_then(|mut stmt| {
             stmt.query_row(
@@ -118,7 +155,8 @@ pub(super) fn submit(
                     now,
                     touch,
                     job.targets.len() as i64,
-                    bytes
+                    bytes,
+                    job.key
                 ],
                 |row| row.get(0),
             )
@@ -138,26 +176,27 @@ pub(super) fn submit(
     Ok(Submitted {
         id: JobId::new(id as u64),
         live_jobs: live + 1,
+        existing: false,
     })
 }
 
-/// The first ready job at or after `from` in submit order.
-fn ready_from(tx: &Connection, from: i64, now: i64) -> Result<Option<i64>> {
+/// The first ready job at or after `from` in submit order, and whether it is still queued.
+fn ready_from(tx: &Connection, from: i64, now: i64) -> Result<Option<(i64, bool)>> {
     let sql = format!(
-        "SELECT id FROM jobs
+        "SELECT id, status = 'queued' FROM jobs
          WHERE {LIVE} AND in_flight IS NULL AND next < total
            AND id >= ?1 AND (retry_at IS NULL OR retry_at <= ?2)
          ORDER BY id LIMIT 1"
     );
     Ok(tx
         .prepare_cached(&sql)?
-        .query_row(params![from, now], |row| row.get(0))
+        .query_row(params![from, now], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?)
 }
 
 pub(super) fn claim(tx: &Connection, c: &mut Counters, now: Timestamp) -> Result<Option<Claim>> {
     let now = to_sql(now);
-    let id = match ready_from(tx, c.cursor, now)? {
+    let (id, started) = match ready_from(tx, c.cursor, now)? {
         Some(id) => id,
         None => match ready_from(tx, 0, now)? {
             Some(id) => id,
@@ -187,6 +226,7 @@ pub(super) fn claim(tx: &Connection, c: &mut Counters, now: Timestamp) -> Result
         token: token as u64,
         busy_since: busy_since.map(from_sql),
         rescued: false,
+        started,
     }))
 }
 
@@ -274,7 +314,8 @@ pub(super) fn complete(
     )?
     .execute(params![id, next - 1, state, output, error, hint])?;
     c.bytes += bytes as i64;
-    let was_live = parse_status(&status)?.is_live();
+    let found = parse_status(&status)?;
+    let was_live = found.is_live();
     let mut ended = None;
     let status = if was_live && next == total {
         let settled = JobStatus::settled(done as usize, failed as usize);
@@ -283,6 +324,14 @@ pub(super) fn complete(
     } else {
         None
     };
+    let counts = counts(total, done, failed);
+    let outcome = if state == "done" {
+        TargetOutcome::Done
+    } else {
+        TargetOutcome::Failed
+    };
+    let after_status = ended.map_or(found, |(settled, _)| settled);
+    let progress = Progress::new(after_status, counts, Some(((next - 1) as usize, outcome)));
     if !was_live || ended.is_some() {
         // The job is over and idle now: it enters the eviction order as the latest touched.
         tx.prepare_cached(
@@ -293,13 +342,19 @@ pub(super) fn complete(
     }
     let ended = match ended {
         Some((status, after)) => Some(Ended {
+            job: claim.job,
             status,
+            counts,
             after,
             live_jobs: live_jobs(tx)?,
         }),
         None => None,
     };
-    Ok(Completion::Stored { bytes, ended })
+    Ok(Completion::Stored {
+        bytes,
+        ended,
+        progress,
+    })
 }
 
 pub(super) fn retry_later(
@@ -399,6 +454,56 @@ pub(super) fn status(tx: &Connection, id: JobId, caller: &Caller) -> Result<Opti
     }))
 }
 
+/// The columns a [`JobSummary`] is read from, in [`summary_row`]'s order.
+const SUMMARY_COLUMNS: &str = "id, status, created, updated, total, done, failed";
+
+fn summary_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, [i64; 5])> {
+    Ok((
+        row.get(0)?,
+        row.get(1)?,
+        [
+            row.get(2)?,
+            row.get(3)?,
+            row.get(4)?,
+            row.get(5)?,
+            row.get(6)?,
+        ],
+    ))
+}
+
+fn to_summary(
+    (id, status, [created, updated, total, done, failed]): (i64, String, [i64; 5]),
+) -> Result<JobSummary> {
+    Ok(JobSummary::new(
+        JobId::new(id as u64),
+        parse_status(&status)?,
+        counts(total, done, failed),
+        from_sql(created).to_system_time(),
+        from_sql(updated).to_system_time(),
+    ))
+}
+
+pub(super) fn summary(tx: &Connection, id: JobId, caller: &Caller) -> Result<Option<JobSummary>> {
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM jobs WHERE id = ?1 AND caller = ?2");
+    let row = tx
+        .prepare_cached(&sql)?
+        .query_row(params![id.get() as i64, caller.as_str()], summary_row)
+        .optional()?;
+    row.map(to_summary).transpose()
+}
+
+/// `caller`'s stored jobs in submit order, through the `jobs_caller` index.
+pub(super) fn jobs(tx: &Connection, caller: &Caller) -> Result<Vec<JobSummary>> {
+    let sql = format!("SELECT {SUMMARY_COLUMNS} FROM jobs WHERE caller = ?1 ORDER BY id");
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let rows = stmt.query_map([caller.as_str()], summary_row)?;
+    let mut jobs = Vec::new();
+    for row in rows {
+        jobs.push(to_summary(row?)?);
+    }
+    Ok(jobs)
+}
+
 pub(super) fn touch(
     tx: &Connection,
     c: &mut Counters,
@@ -431,15 +536,20 @@ pub(super) fn cancel(
     let touch = c.next_touch();
     let sql_now = to_sql(now);
     // An idle job enters the eviction order now; one with a claim out does when the claim ends.
-    tx.prepare_cached(
-        "UPDATE jobs SET status = 'cancelled', updated = ?2, retry_at = NULL,
-             touch_seq = CASE WHEN in_flight IS NULL THEN ?3 ELSE touch_seq END,
-             touched = CASE WHEN in_flight IS NULL THEN ?2 ELSE touched END
-         WHERE id = ?1",
-    )?
-    .execute(params![id.get() as i64, sql_now, touch])?;
+    let (total, done, failed): (i64, i64, i64) = tx
+        .prepare_cached(
+            "UPDATE jobs SET status = 'cancelled', updated = ?2, retry_at = NULL,
+                 touch_seq = CASE WHEN in_flight IS NULL THEN ?3 ELSE touch_seq END,
+                 touched = CASE WHEN in_flight IS NULL THEN ?2 ELSE touched END
+             WHERE id = ?1 RETURNING total, done, failed",
+        )?
+        .query_row(params![id.get() as i64, sql_now, touch], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })?;
     Ok(CancelOutcome::Cancelled(Ended {
+        job: id,
         status: JobStatus::Cancelled,
+        counts: counts(total, done, failed),
         after: now.saturating_since(from_sql(created)),
         live_jobs: live_jobs(tx)?,
     }))

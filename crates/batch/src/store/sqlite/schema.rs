@@ -10,7 +10,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use super::SqliteError;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     // Version 1.
     //
     // `jobs.next` is the index of the first pending target (targets are stored in order);
@@ -55,6 +55,17 @@ const MIGRATIONS: &[&str] = &[
         hint    TEXT,
         PRIMARY KEY (job, idx)
     ) WITHOUT ROWID;
+    ",
+    // Version 2: idempotency keys, and a caller's jobs in submit order (`Store::jobs`).
+    //
+    // A job's counts need no column of their own: `done` and `failed` are version 1's, bumped
+    // by the very `UPDATE` that stores a target, and pending is `total - done - failed`; so
+    // every database written by version 1 has them right already.
+    "
+    ALTER TABLE jobs ADD COLUMN key TEXT;
+    -- At most one stored job per caller and key; `submit` finds it through this index.
+    CREATE UNIQUE INDEX jobs_caller_key ON jobs (caller, key) WHERE key IS NOT NULL;
+    CREATE INDEX jobs_caller ON jobs (caller, id);
     ",
 ];
 

@@ -2,15 +2,15 @@
 //! (the thread held in a call while others queue behind it).
 
 use super::*;
-use crate::job::JobStatus;
+use crate::job::{Counts, JobStatus};
 
 fn job(caller: &str, targets: &[&str]) -> NewJob {
-    NewJob {
-        caller: Caller::new(caller),
-        targets: targets.iter().map(|t| t.to_string()).collect(),
-        now: Timestamp::from_micros(1),
-        max_live_jobs: 100,
-    }
+    NewJob::new(
+        Caller::new(caller),
+        targets.iter().map(|t| t.to_string()).collect(),
+        Timestamp::from_micros(1),
+        100,
+    )
 }
 
 fn block_on<F: Future>(future: F) -> F::Output {
@@ -145,7 +145,10 @@ fn a_call_that_fails_in_a_batch_undoes_only_itself() {
         .await;
         release.send(()).unwrap();
         assert!(first.await.unwrap().is_ok());
-        assert!(matches!(busy.await.unwrap(), Err(SubmitError::CallerBusy)));
+        assert!(matches!(
+            busy.await.unwrap(),
+            Err(SubmitError::CallerBusy { .. })
+        ));
         assert!(other.await.unwrap().is_ok());
         assert_eq!(store.live_jobs().await.unwrap(), 2);
         assert_eq!(
@@ -220,4 +223,112 @@ fn a_batch_that_sqlite_rolls_back_keeps_none_of_its_calls() {
         store.submit(job("bob", &["1"])).await.unwrap();
         assert_eq!(store.live_jobs().await.unwrap(), 2);
     });
+}
+
+/// A database written by schema version 1 (built here from version 1's own SQL, with rows as
+/// version 1 wrote them) opens migrated: its jobs' counts read right, their targets untouched,
+/// and keys and job lists work on it.
+#[test]
+fn a_version_1_database_migrates_with_its_counts() {
+    let dir = std::env::temp_dir().join(format!("batch-sqlite-v1-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("jobs.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(schema::MIGRATIONS[0]).unwrap();
+        // Job 1: three targets, one done and one failed, the third pending; running.
+        // Job 2: ended done. Job 3: another caller's, queued.
+        conn.execute_batch(
+            "INSERT INTO jobs (id, caller, status, created, updated, touched, touch_seq, total,
+                               next, done, failed, bytes)
+             VALUES (1, 'ann', 'running', 10, 20, 10, 1, 3, 2, 1, 1, 20),
+                    (2, 'ann', 'done',    11, 21, 21, 4, 1, 1, 1, 0, 4),
+                    (3, 'bob', 'queued',  12, 12, 12, 3, 1, 0, 0, 0, 1);
+             INSERT INTO targets (job, idx, target, state, output, error) VALUES
+                 (1, 0, '1', 'done', '\"x\"', NULL),
+                 (1, 1, '2', 'failed', NULL, 'no'),
+                 (1, 2, '3', 'pending', NULL, NULL),
+                 (2, 0, '4', 'done', '\"y\"', NULL),
+                 (3, 0, '5', 'pending', NULL, NULL);
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let ann = Caller::new("ann");
+    block_on(async {
+        let counts = |pending, done, failed| Counts {
+            pending,
+            done,
+            failed,
+        };
+        let one = store.summary(JobId::new(1), &ann).await.unwrap().unwrap();
+        assert_eq!(
+            (one.status, one.counts),
+            (JobStatus::Running, counts(1, 1, 1))
+        );
+        assert_eq!(one.created, Timestamp::from_micros(10).to_system_time());
+        let listed: Vec<(u64, Counts)> = store
+            .jobs(&ann)
+            .await
+            .unwrap()
+            .iter()
+            .map(|j| (j.id.get(), j.counts))
+            .collect();
+        assert_eq!(listed, [(1, counts(1, 1, 1)), (2, counts(0, 1, 0))]);
+        assert_eq!(store.summary(JobId::new(3), &ann).await.unwrap(), None);
+        let status = store.status(JobId::new(1), &ann).await.unwrap().unwrap();
+        assert_eq!(
+            status.counts(),
+            one.counts,
+            "the targets agree with the counts"
+        );
+        // The new column works on the old rows: a keyed submit for a new caller, twice.
+        let first = store
+            .submit(job("cid", &["6"]).with_key("k"))
+            .await
+            .unwrap();
+        let again = store
+            .submit(job("cid", &["7"]).with_key("k"))
+            .await
+            .unwrap();
+        assert_eq!((again.id, again.existing), (first.id, true));
+        assert_eq!(first.id, JobId::new(4));
+    });
+    let version: u32 = store.with_connection(|conn| {
+        conn.pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap()
+    });
+    assert_eq!(version, schema::VERSION);
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `jobs` and the key lookup of `submit` read through their indexes, not a scan of every job.
+#[test]
+fn caller_lookups_use_their_indexes() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    let plans = store.with_connection(|conn| {
+        [
+            ("SELECT id FROM jobs WHERE caller = ?1 AND key = ?2", 2),
+            (
+                "SELECT id, status, created, updated, total, done, failed FROM jobs
+                 WHERE caller = ?1 ORDER BY id",
+                1,
+            ),
+        ]
+        .map(|(sql, params)| {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let params = rusqlite::params_from_iter(["ann", "k"].into_iter().take(params));
+            stmt.query_map(params, |row| row.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    });
+    assert!(plans[0].contains("jobs_caller_key"), "{}", plans[0]);
+    assert!(plans[1].contains("jobs_caller "), "{}", plans[1]);
+    assert!(!plans[1].contains("TEMP B-TREE"), "no sort: {}", plans[1]);
 }

@@ -14,7 +14,10 @@ use std::time::Duration;
 use crate::error::{StoreError, SubmitError};
 use crate::fetch::{Fetch, FetchContext, FetchError};
 use crate::job::{Caller, Job, JobId, TargetState};
-use crate::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, Store, Submitted};
+use crate::store::{
+    CancelOutcome, Claim, Completion, Evicted, NewJob, Store, StoreEvent, Submitted,
+};
+use crate::summary::JobSummary;
 use crate::time::Timestamp;
 
 /// A boxed, sendable future.
@@ -56,6 +59,14 @@ pub(crate) trait DynStore: Send + Sync + 'static {
         id: JobId,
         caller: &'a Caller,
     ) -> BoxFuture<'a, Result<Option<Job>, StoreError>>;
+    fn summary<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<JobSummary>, StoreError>>;
+    fn jobs<'a>(&'a self, caller: &'a Caller)
+    -> BoxFuture<'a, Result<Vec<JobSummary>, StoreError>>;
+    fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>>;
     fn touch<'a>(
         &'a self,
         id: JobId,
@@ -124,6 +135,22 @@ impl<S: Store> DynStore for S {
         caller: &'a Caller,
     ) -> BoxFuture<'a, Result<Option<Job>, StoreError>> {
         Box::pin(Store::status(self, id, caller))
+    }
+    fn summary<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<JobSummary>, StoreError>> {
+        Box::pin(Store::summary(self, id, caller))
+    }
+    fn jobs<'a>(
+        &'a self,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Vec<JobSummary>, StoreError>> {
+        Box::pin(Store::jobs(self, caller))
+    }
+    fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
+        Store::events(self)
     }
     fn touch<'a>(
         &'a self,

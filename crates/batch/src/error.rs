@@ -62,6 +62,13 @@ pub enum InvalidJob {
         /// `Config::max_targets`.
         max: usize,
     },
+    /// An idempotency key that is empty or longer than
+    /// [`Runner::MAX_KEY_BYTES`](crate::Runner::MAX_KEY_BYTES).
+    #[error("an idempotency key must be 1 to 255 bytes, not {len}")]
+    Key {
+        /// The key's length in bytes.
+        len: usize,
+    },
     /// A target failed to serialize to JSON.
     #[error("target {index} does not serialize: {message}")]
     Unserializable {
@@ -96,7 +103,7 @@ pub enum SubmitError {
     Store(#[from] StoreError),
 }
 
-/// Why [`Runner::status`](crate::Runner::status) has no snapshot.
+/// Why [`Runner::status`](crate::Runner::status) (or `counts`, `watch`, `wait`) has no answer.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StatusError {
@@ -104,6 +111,10 @@ pub enum StatusError {
     /// another caller's: all three answer the same).
     #[error("no such job")]
     NotFound,
+    /// The runner closed while [`wait`](crate::Runner::wait) waited (the job is still live;
+    /// a runner over the same store finishes it).
+    #[error("the runner closed before the job ended")]
+    Closed,
     /// The store failed.
     #[error("store: {0}")]
     Store(#[from] StoreError),

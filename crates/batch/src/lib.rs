@@ -11,6 +11,7 @@ pub mod store;
 mod summary;
 mod sync;
 mod time;
+mod watch;
 mod worker;
 
 #[cfg(test)]
@@ -25,3 +26,4 @@ pub use hooks::TargetOutcome;
 pub use job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
 pub use runner::Runner;
 pub use summary::{JobSummary, Progress};
+pub use watch::JobWatch;

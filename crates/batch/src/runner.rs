@@ -16,9 +16,11 @@ use crate::erased::{DynFetch, DynStore};
 use crate::error::{InvalidJob, NewError, StatusError, StoreError, SubmitError};
 use crate::fetch::Fetch;
 use crate::hooks::{GuardedHooks, JobEvent};
-use crate::job::{Caller, Job, JobId, JobStatus};
-use crate::store::{CancelOutcome, Ended, NewJob, Store};
+use crate::job::{Caller, Counts, Job, JobId, JobStatus};
+use crate::store::{CancelOutcome, Ended, NewJob, Store, StoreEvent};
+use crate::summary::{JobSummary, Progress};
 use crate::time::Clock;
+use crate::watch::{JobWatch, Watchers};
 use crate::worker;
 
 /// What the workers and the facade share.
@@ -39,6 +41,8 @@ pub(crate) struct Shared<T, O> {
     pub(crate) in_flight: AtomicUsize,
     /// Workers between a failed claim and their wake-up (see `worker::Idle`).
     pub(crate) idle: AtomicUsize,
+    /// Watched jobs, fed by the workers, cancels and the store's events (`watch.rs`).
+    pub(crate) watchers: Arc<Watchers>,
     _types: PhantomData<fn(T) -> O>,
 }
 
@@ -130,12 +134,16 @@ where
             hooks,
             in_flight: AtomicUsize::new(0),
             idle: AtomicUsize::new(0),
+            watchers: Arc::default(),
             _types: PhantomData,
             config,
         });
         let workers = TaskTracker::new();
         for _ in 0..shared.config.workers {
             workers.spawn(worker::run(Arc::clone(&shared)));
+        }
+        if let Some(events) = shared.store.events() {
+            workers.spawn(forward_events(Arc::clone(&shared), events));
         }
         workers.close();
         Ok(Self { shared, workers })
@@ -148,15 +156,55 @@ where
     /// - [`SubmitError::Invalid`]: no targets, more than `max_targets`, or one that does not
     ///   serialize;
     /// - [`SubmitError::Full`]: `max_live_jobs` jobs are live;
-    /// - [`SubmitError::CallerBusy`]: `caller` has a live job;
+    /// - [`SubmitError::CallerBusy`]: `caller` has a live job (its id is in the error);
     /// - [`SubmitError::Closed`]: after [`close`](Self::close);
     /// - [`SubmitError::Store`]: the store failed.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future may or may not have submitted the job (a database store may have
-    /// committed it); the caller then has a live job it does not know the id of.
+    /// committed it); the caller then has a live job it does not know the id of:
+    /// [`jobs`](Self::jobs) lists it, and [`submit_keyed`](Self::submit_keyed) makes a retry
+    /// safe.
     pub async fn submit(&self, caller: &Caller, targets: &[T]) -> Result<JobId, SubmitError> {
+        self.submit_with(caller, None, targets).await
+    }
+
+    /// Submits a job of `targets` for `caller` under an idempotency `key`: if `caller` already
+    /// has a job with this key that the store still holds (live or ended, not evicted), its id
+    /// is returned and nothing is submitted (`targets` are then ignored, and neither `Full`
+    /// nor `CallerBusy` applies). So a client that lost the answer to a submit can send it
+    /// again.
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Self::submit); a key that is empty or longer than
+    /// [`MAX_KEY_BYTES`](Self::MAX_KEY_BYTES) is [`InvalidJob::Key`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`submit`](Self::submit): calling it again with the same key is the remedy.
+    pub async fn submit_keyed(
+        &self,
+        caller: &Caller,
+        key: &str,
+        targets: &[T],
+    ) -> Result<JobId, SubmitError> {
+        if key.is_empty() || key.len() > Self::MAX_KEY_BYTES {
+            return Err(InvalidJob::Key { len: key.len() }.into());
+        }
+        self.submit_with(caller, Some(key), targets).await
+    }
+
+    /// The longest idempotency key [`submit_keyed`](Self::submit_keyed) accepts, in bytes.
+    pub const MAX_KEY_BYTES: usize = 255;
+
+    async fn submit_with(
+        &self,
+        caller: &Caller,
+        key: Option<&str>,
+        targets: &[T],
+    ) -> Result<JobId, SubmitError> {
         if self.shared.closed.load(Ordering::Acquire) {
             return Err(SubmitError::Closed);
         }
@@ -183,20 +231,20 @@ where
                 })?;
             encoded.push(json);
         }
-        let targets = encoded;
-        let submitted = self
-            .shared
-            .store
-            .submit(NewJob {
-                caller: caller.clone(),
-                targets,
-                now: self.shared.clock.now(),
-                max_live_jobs: self.shared.config.max_live_jobs,
-                key: None,
-            })
-            .await?;
-        self.shared.hooks.depth(submitted.live_jobs);
-        self.shared.wake_idle();
+        let mut job = NewJob::new(
+            caller.clone(),
+            encoded,
+            self.shared.clock.now(),
+            self.shared.config.max_live_jobs,
+        );
+        if let Some(key) = key {
+            job = job.with_key(key);
+        }
+        let submitted = self.shared.store.submit(job).await?;
+        if !submitted.existing {
+            self.shared.hooks.depth(submitted.live_jobs);
+            self.shared.wake_idle();
+        }
         Ok(submitted.id)
     }
 
@@ -216,6 +264,102 @@ where
             .status(id, caller)
             .await?
             .ok_or(StatusError::NotFound)
+    }
+
+    /// How many of `caller`'s job `id`'s targets are pending, done and failed; O(1) on every
+    /// store (the counts live beside the job's status), unlike [`status`](Self::status).
+    ///
+    /// # Errors
+    ///
+    /// As [`status`](Self::status).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn counts(&self, caller: &Caller, id: JobId) -> Result<Counts, StatusError> {
+        Ok(self.summary(caller, id).await?.counts)
+    }
+
+    /// `caller`'s job `id` without its targets: status, counts, times; O(1).
+    ///
+    /// # Errors
+    ///
+    /// As [`status`](Self::status).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn summary(&self, caller: &Caller, id: JobId) -> Result<JobSummary, StatusError> {
+        self.shared
+            .store
+            .summary(id, caller)
+            .await?
+            .ok_or(StatusError::NotFound)
+    }
+
+    /// Every job the store holds for `caller` (live or ended, not yet evicted), in submit
+    /// order, without their targets: how a caller that lost a job's id finds it again.
+    ///
+    /// # Errors
+    ///
+    /// The store failed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn jobs(&self, caller: &Caller) -> Result<Vec<JobSummary>, StoreError> {
+        self.shared.store.jobs(caller).await
+    }
+
+    /// Watches `caller`'s job `id`: a [`JobWatch`] whose [`progress`](JobWatch::progress) is
+    /// the job's status and counts now, and whose [`changed`](JobWatch::changed) resolves at
+    /// each change (a start, a stored target with its index and outcome, a cancel, the end).
+    ///
+    /// One summary read here; after that, driven by this runner's own events and, over a
+    /// shared store, by the store's events (another replica's workers), never by polling the
+    /// store. The watch ends when the job ends or the runner closes.
+    ///
+    /// # Errors
+    ///
+    /// As [`status`](Self::status).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn watch(&self, caller: &Caller, id: JobId) -> Result<JobWatch, StatusError> {
+        let watchers = &self.shared.watchers;
+        // Register before reading: a change after the read is then published to us (see
+        // `watch.rs`, "No lost event").
+        let mut watch = watchers.register(id, caller);
+        let summary = self.summary(caller, id).await?;
+        watchers.publish_summary(id, caller, summary.progress());
+        watch.mark_seen();
+        Ok(watch)
+    }
+
+    /// Waits until `caller`'s job `id` is terminal (done, partial, failed or cancelled) and
+    /// returns its final snapshot.
+    ///
+    /// Driven as [`watch`](Self::watch) is: no polling of the store while it waits, and one
+    /// full read at the end. Over a shared store it also sees a job that another replica runs.
+    ///
+    /// # Errors
+    ///
+    /// As [`status`](Self::status); [`StatusError::Closed`] if this runner closes before the
+    /// job ends. A job evicted between its end and the final read (a `max_bytes` smaller than
+    /// the job) is [`StatusError::NotFound`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads; dropping it leaves the job running.
+    pub async fn wait(&self, caller: &Caller, id: JobId) -> Result<Job, StatusError> {
+        let mut watch = self.watch(caller, id).await?;
+        while watch.progress().status.is_live() {
+            if watch.changed().await.is_none() && watch.progress().status.is_live() {
+                return Err(StatusError::Closed);
+            }
+        }
+        self.status(id, caller).await
     }
 
     /// Marks `caller`'s job `id` recently used, so eviction takes it last; `false` if `caller`
@@ -257,6 +401,8 @@ where
         match outcome {
             CancelOutcome::Cancelled(ended) => {
                 debug_assert_eq!(ended.status, JobStatus::Cancelled);
+                let progress = Progress::new(JobStatus::Cancelled, ended.counts, None);
+                self.shared.watchers.publish(id, progress);
                 self.shared.report_end(id, ended);
                 Ok(true)
             }
@@ -279,14 +425,47 @@ where
         self.shared.shutdown.cancel();
         self.shared.wake.notify_waiters();
         self.workers.wait().await;
+        self.shared.watchers.clear();
     }
 }
 
 impl<T, O> Drop for Runner<T, O> {
-    /// Asks the workers to stop (as `close` does) without waiting for them.
+    /// Asks the workers to stop (as `close` does) without waiting for them, and ends every
+    /// watch.
     fn drop(&mut self) {
         self.shared.closed.store(true, Ordering::Release);
         self.shared.shutdown.cancel();
         self.shared.wake.notify_waiters();
+        self.shared.watchers.clear();
+    }
+}
+
+/// Forwards a shared store's events to the watched jobs until close; after lost events
+/// (`Missed`, or this receiver lagging) re-reads the summary of every watched job once.
+async fn forward_events<T, O>(
+    shared: Arc<Shared<T, O>>,
+    mut events: tokio::sync::broadcast::Receiver<StoreEvent>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            () = shared.shutdown.cancelled() => return,
+        };
+        match event {
+            Ok(StoreEvent::Progress { job, progress }) => shared.watchers.publish(job, progress),
+            Ok(_) | Err(RecvError::Lagged(_)) => {
+                for (job, caller) in shared.watchers.snapshot() {
+                    match shared.store.summary(job, &caller).await {
+                        Ok(Some(summary)) => shared.watchers.publish(job, summary.progress()),
+                        Ok(None) => {}
+                        Err(error) => {
+                            tracing::warn!(%error, %job, "re-reading a watched job failed");
+                        }
+                    }
+                }
+            }
+            Err(RecvError::Closed) => return,
+        }
     }
 }

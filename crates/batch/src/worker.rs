@@ -175,6 +175,9 @@ where
             index: claim.index,
         });
     }
+    if claim.started {
+        shared.watchers.publish_start(claim.job);
+    }
     hooks.inflight(shared.in_flight.fetch_add(1, Ordering::Relaxed) + 1);
     let started = shared.clock.now();
     let attempt = attempt(shared, token, &claim).await;
@@ -226,7 +229,12 @@ where
     .await;
     hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
     match stored {
-        Some(Completion::Stored { bytes, ended, .. }) => {
+        Some(Completion::Stored {
+            bytes,
+            ended,
+            progress,
+        }) => {
+            shared.watchers.publish(claim.job, progress);
             hooks.target(&TargetEvent {
                 job: claim.job,
                 index: claim.index,

@@ -468,3 +468,93 @@ async fn a_reconnected_listener_reports_missed_events() {
     assert_eq!(ended, 1, "this store's one listening connection");
     listening(&mut events).await;
 }
+
+/// A replica that serves API calls only: its workers never claim (every other call is the
+/// store's own).
+struct ApiOnly(PostgresStore);
+
+impl StoreWrapper for ApiOnly {
+    type Inner = PostgresStore;
+    fn inner(&self) -> &PostgresStore {
+        &self.0
+    }
+    async fn claim(&self, _now: Timestamp) -> Result<Option<Claim>, StoreError> {
+        Ok(None)
+    }
+}
+
+/// A job that one replica runs is awaited and watched through another, which never claims:
+/// everything the second one learns comes from the first one's `NOTIFY`s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_run_by_one_replica_is_awaited_and_watched_through_another() {
+    if !pg::available() {
+        return;
+    }
+    let options = pg::options().lease_ttl(Duration::from_secs(30));
+    let (worker_store, api_store) = (pg::open(options.clone()), pg::open(options));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let fetch = {
+        let gate = Arc::clone(&gate);
+        move |_ctx: FetchContext, n: u32| {
+            let gate = Arc::clone(&gate);
+            async move {
+                gate.acquire().await.unwrap().forget();
+                Ok::<_, FetchError>(n * 10)
+            }
+        }
+    };
+    let worker = Runner::new(Config::default().workers(2), worker_store, fetch)
+        .await
+        .unwrap();
+    let never = |_ctx: FetchContext, _: u32| async { unreachable!("the API replica never claims") };
+    let api = Runner::<u32, u32>::new(Config::default(), ApiOnly(api_store), never)
+        .await
+        .unwrap();
+    let ann = Caller::new("ann");
+    let id = api.submit(&ann, &[1, 2, 3]).await.unwrap();
+    let mut watch = api.watch(&ann, id).await.unwrap();
+    let waited = tokio::spawn({
+        let api = Arc::new(api);
+        let (api2, ann) = (Arc::clone(&api), ann.clone());
+        async move { (api2.wait(&ann, id).await, api) }
+    });
+    let mut stored = Vec::new();
+    for _ in 0..3 {
+        gate.add_permits(1);
+        // Each target is held until released, so each step reaches the watcher on its own.
+        loop {
+            let progress = tokio::time::timeout(PATIENCE, watch.changed())
+                .await
+                .expect("the other replica's NOTIFY arrives")
+                .expect("the job is live until its last target");
+            if let Some((index, outcome)) = progress.last {
+                stored.push((index, outcome, progress.counts.stored()));
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        stored,
+        [
+            (0, TargetOutcome::Done, 1),
+            (1, TargetOutcome::Done, 2),
+            (2, TargetOutcome::Done, 3),
+        ]
+    );
+    assert_eq!(watch.progress().status, JobStatus::Done);
+    let (job, api) = tokio::time::timeout(PATIENCE, waited)
+        .await
+        .expect("wait ends with the job")
+        .unwrap();
+    let job = job.unwrap();
+    assert_eq!(job.status, JobStatus::Done);
+    let outputs: Vec<u32> = job
+        .targets
+        .iter()
+        .map(|t| t.output().unwrap().unwrap())
+        .collect();
+    assert_eq!(outputs, [10, 20, 30]);
+    assert_eq!(api.counts(&ann, id).await.unwrap(), Counts::new(0, 3, 0));
+    worker.close().await;
+    api.close().await;
+}

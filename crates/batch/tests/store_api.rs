@@ -289,7 +289,10 @@ fn memory(_: &str) -> Option<(batch::store::MemoryStore, ())> {
 }
 
 fn memory_leased(_: &str) -> Option<(batch::store::MemoryStore, ())> {
-    Some((batch::store::MemoryStore::with_lease(Duration::from_secs(30)), ()))
+    Some((
+        batch::store::MemoryStore::with_lease(Duration::from_secs(30)),
+        (),
+    ))
 }
 
 /// A SQLite file in a scratch folder of the test's own, removed after the test.

@@ -17,6 +17,7 @@ pub mod api;
 pub mod frozen;
 pub mod harness;
 pub mod model;
+pub mod watching;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +33,12 @@ use batch::{
     SubmitError, TargetOutcome, TargetState,
 };
 use harness::{Event, Plan, Recorder, RecordingHooks, Target, fetcher, oks, targets};
+#[allow(unused_imports)] // used through `runner_suite!`
+pub use watching::{
+    a_key_submits_once, cancel_ends_wait_and_watch, close_ends_a_wait_on_a_live_job,
+    counts_and_jobs_without_reading_targets, wait_returns_the_final_job,
+    watch_sees_each_step_in_order,
+};
 
 /// Instantiates every suite test for the store made by `$make`.
 #[macro_export]
@@ -64,6 +71,12 @@ macro_rules! runner_suite {
             retry_later_waits_its_own_time_and_stores_its_reason,
             question_mark_in_a_fetch_stores_the_error_text,
             snapshots_round_trip_through_serde,
+            wait_returns_the_final_job,
+            watch_sees_each_step_in_order,
+            cancel_ends_wait_and_watch,
+            close_ends_a_wait_on_a_live_job,
+            counts_and_jobs_without_reading_targets,
+            a_key_submits_once,
         );
     };
     (@tests $guard:expr, $make:expr; $($name:ident),* $(,)?) => {

@@ -1,0 +1,265 @@
+//! Watching jobs: [`JobWatch`], what [`Runner::watch`](crate::Runner::watch) and
+//! [`Runner::wait`](crate::Runner::wait) are built on, and the runner's table of watched jobs.
+//!
+//! # Protocol
+//!
+//! The runner keeps one `tokio::sync::watch` channel per watched job, in a table behind a
+//! mutex. Nothing is read from the store per event:
+//!
+//! - **Local events.** A worker that stored a target publishes the
+//!   [`Progress`] the store returned with it; a claim that started a job publishes the move to
+//!   `running`; a cancel publishes `cancelled` with the counts the store returned.
+//! - **Remote events.** Over a shared store (PostgreSQL) a task forwards the store's
+//!   [`StoreEvent`](crate::store::StoreEvent)s: the changes other replicas make (and this
+//!   runner's own, which arrive twice and merge away). When events may have been lost
+//!   (`Missed`, or a lagging receiver) it re-reads the summary of every watched job, once.
+//! - **Merge.** Events of one job may arrive out of order or twice; each channel keeps the
+//!   newer value by [`Progress::is_newer_than`], so a watcher never moves backwards.
+//!
+//! # No lost event
+//!
+//! A watcher first registers its job in the table (`watched` is bumped, SeqCst), then reads
+//! the job's summary from the store and merges it in. A worker changes the store first, then
+//! reads `watched` (SeqCst) and publishes only if it is not zero. If the worker read zero, its
+//! read came before the watcher's registration in the SeqCst order, so the watcher's summary
+//! read comes after the store change and shows it; otherwise the worker publishes into the
+//! registered channel. Either way the watcher sees the change. (The same argument as the
+//! workers' idle count in `worker.rs`.)
+//!
+//! # Ends
+//!
+//! A terminal progress closes the job's channel (its sender leaves the table): a watcher
+//! then sees the final value and [`JobWatch::changed`] returns `None`. `close` empties the
+//! table, which ends every watch (a closed runner reports nothing more).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::watch;
+
+use crate::job::{Caller, JobId, JobStatus};
+use crate::summary::Progress;
+
+/// One watched job: the channel its watchers read, and its caller (a resync re-reads the
+/// summary as that caller).
+struct Watched {
+    sender: watch::Sender<Option<Progress>>,
+    caller: Caller,
+}
+
+/// The runner's watched jobs.
+#[derive(Default)]
+pub(crate) struct Watchers {
+    /// Jobs in `table`, read without the lock on every event (see "No lost event").
+    watched: AtomicUsize,
+    table: Mutex<HashMap<JobId, Watched>>,
+}
+
+impl Watchers {
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, Watched>> {
+        // Nothing panics under this lock (no user code runs here): a poisoned lock still
+        // holds a consistent table.
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a watcher of `job`; the caller then reads the job's summary and hands it to
+    /// [`publish`](Self::publish) (see "No lost event").
+    pub(crate) fn register(self: &Arc<Self>, job: JobId, caller: &Caller) -> JobWatch {
+        let mut table = self.table();
+        let receiver = match table.get(&job) {
+            Some(watched) => watched.sender.subscribe(),
+            None => {
+                let (sender, receiver) = watch::channel(None);
+                table.insert(
+                    job,
+                    Watched {
+                        sender,
+                        caller: caller.clone(),
+                    },
+                );
+                self.watched.store(table.len(), Ordering::SeqCst);
+                receiver
+            }
+        };
+        JobWatch {
+            job,
+            receiver,
+            watchers: Arc::clone(self),
+        }
+    }
+
+    /// Whether any job is watched: the publishers' cheap check.
+    pub(crate) fn any(&self) -> bool {
+        self.watched.load(Ordering::SeqCst) > 0
+    }
+
+    /// Merges the summary a new watcher read as `caller`, which proves the job is that
+    /// caller's: later resyncs read it as them.
+    pub(crate) fn publish_summary(&self, job: JobId, caller: &Caller, progress: Progress) {
+        if let Some(watched) = self.table().get_mut(&job) {
+            watched.caller = caller.clone();
+        }
+        self.publish(job, progress);
+    }
+
+    /// Merges `progress` into `job`'s channel if it is watched and `progress` is newer; a
+    /// terminal progress then ends the channel.
+    pub(crate) fn publish(&self, job: JobId, progress: Progress) {
+        if !self.any() {
+            return;
+        }
+        let mut table = self.table();
+        let Some(watched) = table.get(&job) else {
+            return;
+        };
+        watched.sender.send_if_modified(|current| match current {
+            Some(known) if !progress.is_newer_than(known) => false,
+            _ => {
+                *current = Some(progress);
+                true
+            }
+        });
+        let ended = watched
+            .sender
+            .borrow()
+            .is_some_and(|known| !known.status.is_live());
+        if ended || watched.sender.receiver_count() == 0 {
+            table.remove(&job);
+            self.watched.store(table.len(), Ordering::SeqCst);
+        }
+    }
+
+    /// Moves `job` from `queued` to `running` (a claim started it; the counts are unchanged).
+    pub(crate) fn publish_start(&self, job: JobId) {
+        if !self.any() {
+            return;
+        }
+        let known = self
+            .table()
+            .get(&job)
+            .and_then(|watched| *watched.sender.borrow());
+        if let Some(known) = known
+            && known.status == JobStatus::Queued
+        {
+            self.publish(job, Progress::new(JobStatus::Running, known.counts, None));
+        }
+    }
+
+    /// The watched jobs and their callers, for a resync after lost events.
+    pub(crate) fn snapshot(&self) -> Vec<(JobId, Caller)> {
+        self.table()
+            .iter()
+            .map(|(job, watched)| (*job, watched.caller.clone()))
+            .collect()
+    }
+
+    /// Ends every watch (the runner closed).
+    pub(crate) fn clear(&self) {
+        let mut table = self.table();
+        table.clear();
+        self.watched.store(0, Ordering::SeqCst);
+    }
+
+    /// Drops `job`'s channel if no watcher is left (a [`JobWatch`] was dropped).
+    fn release(&self, job: JobId) {
+        let mut table = self.table();
+        if table
+            .get(&job)
+            .is_some_and(|watched| watched.sender.receiver_count() == 0)
+        {
+            table.remove(&job);
+            self.watched.store(table.len(), Ordering::SeqCst);
+        }
+    }
+}
+
+/// A live view of one job's [`Progress`], from [`Runner::watch`](crate::Runner::watch).
+///
+/// Each event of the job (a start, a stored target, a cancel, the end; on a shared store
+/// also those made by other replicas) updates it; reading it never touches the store.
+/// Events that arrive while nobody looks are merged: [`changed`](Self::changed) returns the
+/// latest progress, not every step.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use batch::store::MemoryStore;
+/// use batch::{Caller, Config, FetchError, Runner, fetch_fn};
+///
+/// let fetch = fetch_fn(|_ctx, n: u32| async move { Ok::<u32, FetchError>(n * 2) });
+/// let runner = Runner::new(Config::default(), MemoryStore::new(), fetch).await?;
+/// let ann = Caller::new("ann");
+/// let id = runner.submit(&ann, &[1, 2, 3]).await?;
+/// let mut watch = runner.watch(&ann, id).await?;
+/// while let Some(progress) = watch.changed().await {
+///     println!("{}: {} of 3 stored", progress.status, progress.counts.stored());
+/// }
+/// assert_eq!(watch.progress().counts.done, 3);
+/// # runner.close().await;
+/// # Ok(())
+/// # }
+/// ```
+pub struct JobWatch {
+    job: JobId,
+    receiver: watch::Receiver<Option<Progress>>,
+    watchers: Arc<Watchers>,
+}
+
+impl std::fmt::Debug for JobWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobWatch")
+            .field("job", &self.job)
+            .field("progress", &*self.receiver.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl JobWatch {
+    /// The watched job.
+    pub fn job(&self) -> JobId {
+        self.job
+    }
+
+    /// The latest progress known.
+    pub fn progress(&self) -> Progress {
+        self.receiver
+            .borrow()
+            .expect("a watch is returned only after its first progress is known")
+    }
+
+    /// Waits for the job's next change and returns its progress then; `None` once the job has
+    /// ended (its last progress stays readable through [`progress`](Self::progress)) or the
+    /// runner closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a change that arrives while the future is dropped is returned by the next
+    /// call.
+    pub async fn changed(&mut self) -> Option<Progress> {
+        // An unseen value is returned even after the channel closed; a terminal one closes
+        // it (see "Ends"), so the call after it returns `None`.
+        self.receiver.changed().await.ok()?;
+        Some(self.progress())
+    }
+
+    /// Marks the current progress seen without returning it (so [`changed`](Self::changed)
+    /// waits for the next change), and returns it.
+    pub(crate) fn mark_seen(&mut self) -> Progress {
+        self.receiver
+            .borrow_and_update()
+            .expect("a watch is returned only after its first progress is known")
+    }
+}
+
+impl Drop for JobWatch {
+    fn drop(&mut self) {
+        // Our receiver still counts until this returns: release after dropping it.
+        let (dummy_sender, dummy) = watch::channel(None);
+        drop(dummy_sender);
+        drop(std::mem::replace(&mut self.receiver, dummy));
+        self.watchers.release(self.job);
+    }
+}

@@ -1,48 +1,44 @@
-//! Two jobs, one worker: the targets alternate, a busy target is retried while the rotation
-//! goes on, and a third job is cancelled while its first target is in flight.
+//! Three jobs, two workers, one progress bar per job drawn from `Runner::watch`: the jobs
+//! alternate, a busy target is retried while the rotation goes on, a failed target is stored
+//! with its hint, and the third job is cancelled halfway. `Runner::wait` then reads each
+//! job's final snapshot with typed outputs.
 //!
 //! Run: `cargo run -p batch --example demo` (on a fresh SQLite file in the temp folder, the
-//! default store), or `cargo run -p batch --example demo -- --memory` (on the in-memory store).
+//! default store), or `cargo run -p batch --example demo -- --memory` (on the in-memory
+//! store). Without a terminal the bars stay hidden and only the summary lines print.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use batch::store::SqliteStore;
-use batch::store::{MemoryStore, Store};
-use batch::{Caller, Config, FetchContext, FetchError, JobId, Runner};
+use batch::store::{MemoryStore, SqliteStore, Store};
+use batch::{Caller, Config, FetchContext, FetchError, JobId, Runner, fetch_fn};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-/// Pretends to download `url`: `b/2` is busy on its first try, `c/*` is slow.
-async fn download(url: String, busy_once: Arc<AtomicU32>) -> Result<String, FetchError> {
-    println!("  fetch {url}");
-    if url == "b/2" && busy_once.fetch_add(1, Ordering::Relaxed) == 0 {
-        println!("  {url} is busy: retry later");
-        return Err(FetchError::retry_later("busy"));
+/// Pretends to download `url`: `b/3` is busy on its first try, `a/5` is missing, every
+/// fetch takes a little while.
+async fn download(
+    ctx: FetchContext,
+    url: String,
+    busy_once: &AtomicU32,
+) -> Result<usize, FetchError> {
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_millis(60)) => {}
+        () = ctx.cancelled() => return Err(FetchError::retry_later("closing")),
     }
-    if url.starts_with("c/") {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    if url == "b/3" && busy_once.fetch_add(1, Ordering::Relaxed) == 0 {
+        return Err(FetchError::retry_after(
+            "rate limited",
+            Duration::from_millis(100),
+        ));
     }
-    if url.ends_with("/missing") {
+    if url == "a/5" {
         return Err(FetchError::target_with_hint(
             "not found",
             "check the address",
         ));
     }
-    Ok(format!("{} bytes", url.len() * 100))
-}
-
-async fn show(runner: &Runner<String, String>, name: &str, id: JobId, who: &Caller) {
-    let job = runner.status(id, who).await.expect("the job exists");
-    let targets: Vec<String> = job
-        .targets
-        .iter()
-        .map(|t| format!("{}={}", t.target_json, t.state.word()))
-        .collect();
-    println!(
-        "job {name}: {:<9} {}",
-        job.status.as_str(),
-        targets.join(" ")
-    );
+    Ok(url.len() * 100)
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -51,59 +47,88 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("store: in memory");
         return demo(MemoryStore::new()).await;
     }
-    let db = std::env::temp_dir().join(format!("batch-demo-{}.db", std::process::id()));
-    println!("store: SQLite file {}", db.display());
-    let result = demo(SqliteStore::open(&db)?).await;
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
+    let dir = std::env::temp_dir().join(format!("batch-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    println!("store: SQLite file {}", dir.join("jobs.db").display());
+    let result = demo(SqliteStore::open(dir.join("jobs.db"))?).await;
+    let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-async fn demo<S: Store>(store: S) -> Result<(), Box<dyn std::error::Error>> {
+async fn demo(store: impl Store) -> Result<(), Box<dyn std::error::Error>> {
     let busy_once = Arc::new(AtomicU32::new(0));
-    let fetch =
-        move |_ctx: FetchContext, url: String| download(url.clone(), Arc::clone(&busy_once));
+    let fetch = fetch_fn(move |ctx, url: String| {
+        let busy_once = Arc::clone(&busy_once);
+        async move { download(ctx, url, &busy_once).await }
+    });
     let config = Config::default()
-        .workers(1)
-        .retry(Duration::from_millis(50), Duration::from_secs(5));
-    let runner = Runner::new(config, store, fetch).await?;
+        .workers(2)
+        .retry(Duration::from_millis(100), Duration::from_secs(5));
+    let runner: Arc<Runner<String, usize>> = Arc::new(Runner::new(config, store, fetch).await?);
 
-    let (ann, bob, cid) = (Caller::new("ann"), Caller::new("bob"), Caller::new("cid"));
-    let urls = |job: &str, names: &[&str]| -> Vec<String> {
-        names.iter().map(|n| format!("{job}/{n}")).collect()
-    };
-    println!("submit a and b; one worker alternates between them:");
-    let a = runner
-        .submit(&ann, &urls("a", &["1", "2", "missing"]))
-        .await?;
-    let b = runner.submit(&bob, &urls("b", &["1", "2", "3"])).await?;
-    show(&runner, "a", a, &ann).await;
-    show(&runner, "b", b, &bob).await;
-
-    while runner.status(a, &ann).await?.status.is_live()
-        || runner.status(b, &bob).await?.status.is_live()
-    {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    let bars = MultiProgress::new();
+    let style = ProgressStyle::with_template("{prefix:>4} [{bar:30}] {pos}/{len} {msg}")?
+        .progress_chars("=> ");
+    let mut jobs = Vec::new();
+    for (name, count) in [("a", 8), ("b", 6), ("c", 10)] {
+        let caller = Caller::new(name);
+        let urls: Vec<String> = (1..=count).map(|n| format!("{name}/{n}")).collect();
+        let id = runner.submit(&caller, &urls).await?;
+        let bar = bars.add(ProgressBar::new(count as u64).with_style(style.clone()));
+        bar.set_prefix(name);
+        jobs.push((
+            caller,
+            id,
+            tokio::spawn(follow(Arc::clone(&runner), Caller::new(name), id, bar)),
+        ));
     }
-    show(&runner, "a", a, &ann).await;
-    show(&runner, "b", b, &bob).await;
 
-    println!("submit c, cancel it while c/1 is in flight:");
-    let c = runner.submit(&cid, &urls("c", &["1", "2"])).await?;
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    show(&runner, "c", c, &cid).await;
-    println!("cancel c: {}", runner.cancel(c, &cid).await?);
-    show(&runner, "c", c, &cid).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    println!("c/1 finished and was stored; c/2 never started:");
-    show(&runner, "c", c, &cid).await;
-    println!(
-        "cancel a (already ended): {}",
-        runner.cancel(a, &ann).await?
-    );
+    // Cancel c once three of its targets are stored: the one in flight finishes, no other starts.
+    let (c_caller, c_id) = (jobs[2].0.clone(), jobs[2].1);
+    let mut watch = runner.watch(&c_caller, c_id).await?;
+    while let Some(progress) = watch.changed().await {
+        if progress.counts.stored() >= 3 {
+            runner.cancel(&c_caller, c_id).await?;
+            break;
+        }
+    }
 
+    for (caller, id, follower) in jobs {
+        follower.await?;
+        let job = runner.wait(&caller, id).await?;
+        let bytes: usize = job
+            .targets
+            .iter()
+            .filter_map(|target| target.output::<usize>())
+            .map(|output| output.unwrap_or(0))
+            .sum();
+        let counts = job.counts();
+        println!(
+            "job {caller} ({id}): {}, {} done, {} failed, {} never started; {bytes} bytes",
+            job.status, counts.done, counts.failed, counts.pending
+        );
+    }
     runner.close().await;
-    println!("closed");
     Ok(())
+}
+
+/// Draws one job's bar from its watch until the job ends.
+async fn follow(runner: Arc<Runner<String, usize>>, caller: Caller, id: JobId, bar: ProgressBar) {
+    let Ok(mut watch) = runner.watch(&caller, id).await else {
+        return;
+    };
+    loop {
+        let progress = watch.progress();
+        bar.set_position(progress.counts.stored() as u64);
+        bar.set_message(format!(
+            "{} ({} failed)",
+            progress.status, progress.counts.failed
+        ));
+        if watch.changed().await.is_none() {
+            let progress = watch.progress();
+            bar.set_position(progress.counts.stored() as u64);
+            bar.finish_with_message(format!("{}", progress.status));
+            return;
+        }
+    }
 }

@@ -91,10 +91,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     let ended = progress.0.notified();
-    if runner.status(id, &caller).await?.status.is_live() {
+    if runner.status(&caller, id).await?.status.is_live() {
         ended.await;
     }
-    let job = runner.status(id, &caller).await?;
+    let job = runner.status(&caller, id).await?;
     let outputs: Vec<String> = job
         .targets
         .iter()

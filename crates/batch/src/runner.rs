@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
-use crate::erased::{DynFetch, DynStore};
+use crate::erased::DynStore;
 use crate::error::{InvalidJob, NewError, StatusError, StoreError, SubmitError};
 use crate::fetch::Fetch;
 use crate::hooks::{GuardedHooks, JobEvent};
@@ -25,8 +25,9 @@ use crate::worker;
 
 /// What the workers and the facade share.
 pub(crate) struct Shared<T, O> {
-    pub(crate) store: Box<dyn DynStore>,
-    pub(crate) fetch: Box<dyn DynFetch<T, O>>,
+    /// The store, for the facade's calls (each boxes its future; the workers call the store
+    /// in its own type: `worker.rs`).
+    pub(crate) store: Arc<dyn DynStore>,
     pub(crate) config: Config,
     /// `config.hooks`, each call under panicguard.
     pub(crate) hooks: GuardedHooks,
@@ -124,9 +125,9 @@ where
         if live_jobs > 0 {
             hooks.depth(live_jobs);
         }
+        let (store, fetch) = (Arc::new(store), Arc::new(fetch));
         let shared = Arc::new(Shared {
-            store: Box::new(store) as Box<dyn DynStore>,
-            fetch: Box::new(fetch) as Box<dyn DynFetch<T, O>>,
+            store: Arc::clone(&store) as Arc<dyn DynStore>,
             clock,
             wake: Notify::new(),
             shutdown: CancellationToken::new(),
@@ -140,7 +141,11 @@ where
         });
         let workers = TaskTracker::new();
         for _ in 0..shared.config.workers {
-            workers.spawn(worker::run(Arc::clone(&shared)));
+            workers.spawn(worker::run(
+                Arc::clone(&shared),
+                Arc::clone(&store),
+                Arc::clone(&fetch),
+            ));
         }
         if let Some(events) = shared.store.events() {
             workers.spawn(forward_events(Arc::clone(&shared), events));
@@ -258,7 +263,7 @@ where
     /// # Cancel safety
     ///
     /// Cancel safe: it only reads.
-    pub async fn status(&self, id: JobId, caller: &Caller) -> Result<Job, StatusError> {
+    pub async fn status(&self, caller: &Caller, id: JobId) -> Result<Job, StatusError> {
         self.shared
             .store
             .status(id, caller)
@@ -359,7 +364,7 @@ where
                 return Err(StatusError::Closed);
             }
         }
-        self.status(id, caller).await
+        self.status(caller, id).await
     }
 
     /// Marks `caller`'s job `id` recently used, so eviction takes it last; `false` if `caller`
@@ -372,7 +377,7 @@ where
     /// # Cancel safety
     ///
     /// Cancel safe: the touch happens entirely or not at all.
-    pub async fn touch(&self, id: JobId, caller: &Caller) -> Result<bool, StoreError> {
+    pub async fn touch(&self, caller: &Caller, id: JobId) -> Result<bool, StoreError> {
         self.shared
             .store
             .touch(id, caller, self.shared.clock.now())
@@ -392,7 +397,7 @@ where
     ///
     /// Dropping the future may or may not have cancelled the job; calling again is harmless
     /// (it answers `false` once cancelled).
-    pub async fn cancel(&self, id: JobId, caller: &Caller) -> Result<bool, StoreError> {
+    pub async fn cancel(&self, caller: &Caller, id: JobId) -> Result<bool, StoreError> {
         let outcome = self
             .shared
             .store

@@ -26,11 +26,11 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::StoreError;
-use crate::fetch::{FetchContext, FetchError};
+use crate::fetch::{Fetch, FetchContext, FetchError};
 use crate::hooks::{RescueEvent, TargetEvent, TargetOutcome};
 use crate::job::TargetState;
 use crate::runner::Shared;
-use crate::store::{Claim, Completion};
+use crate::store::{Claim, Completion, Store};
 use crate::time::Timestamp;
 
 /// The error text a panicking fetch leaves in its target.
@@ -49,11 +49,21 @@ enum Attempt {
 }
 
 /// Runs one worker until close.
-pub(crate) async fn run<T, O>(shared: Arc<Shared<T, O>>)
+///
+/// The worker is generic over the store and the fetch (the runner's facade is not): the hot
+/// path calls them directly, with no boxed future per call.
+pub(crate) async fn run<T, O, F, S>(shared: Arc<Shared<T, O>>, store: Arc<S>, fetch: Arc<F>)
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
+    F: Fetch<T, O>,
+    S: Store,
 {
+    let worker = Worker {
+        shared: &shared,
+        store: &*store,
+        fetch: &*fetch,
+    };
     // The token this worker's fetches get: a child of the close token, so a fetch that
     // cancels its own token stops no other worker and never the runner. Replaced if a fetch
     // cancelled it; one per worker, not per fetch, to keep the close token's lock cold.
@@ -66,11 +76,11 @@ where
         // Step 5: one unit of the task's coop budget per round, so a worker whose store and
         // fetch are always ready still yields to its neighbours on the same thread.
         tokio::task::coop::consume_budget().await;
-        let Some(claim) = store_call(&shared, || shared.store.claim(now)).await else {
+        let Some(claim) = store_call(&shared, || store.claim(now)).await else {
             return;
         };
         if let Some(claim) = claim {
-            now = serve(&shared, &mut token, claim).await;
+            now = serve(&worker, &mut token, claim).await;
             continue;
         }
         // Step 2: count in as idle and register for the wake-up before claiming again.
@@ -78,15 +88,15 @@ where
         let mut woken = pin!(shared.wake.notified());
         woken.as_mut().enable();
         now = shared.clock.now();
-        let Some(claim) = store_call(&shared, || shared.store.claim(now)).await else {
+        let Some(claim) = store_call(&shared, || store.claim(now)).await else {
             return;
         };
         if let Some(claim) = claim {
             drop(idle);
-            now = serve(&shared, &mut token, claim).await;
+            now = serve(&worker, &mut token, claim).await;
             continue;
         }
-        let Some(wake_at) = store_call(&shared, || shared.store.next_wakeup()).await else {
+        let Some(wake_at) = store_call(&shared, || store.next_wakeup()).await else {
             return;
         };
         let retry_time = async {
@@ -98,11 +108,19 @@ where
         tokio::select! {
             () = woken => {}
             () = retry_time => {}
-            () = shared.store.changed() => {}
+            () = store.changed() => {}
             () = shared.shutdown.cancelled() => return,
         }
         now = shared.clock.now();
     }
+}
+
+/// What one worker serves with: the runner's shared state, and the store and fetch in their
+/// own types.
+struct Worker<'a, T, O, F, S> {
+    shared: &'a Shared<T, O>,
+    store: &'a S,
+    fetch: &'a F,
 }
 
 /// Counts a worker as idle (between its failed claim and its wake-up) while alive.
@@ -154,15 +172,18 @@ where
 }
 
 /// Fetches and stores one claimed target; the clock reading taken when the fetch ended.
-async fn serve<T, O>(
-    shared: &Shared<T, O>,
+async fn serve<T, O, F, S>(
+    worker: &Worker<'_, T, O, F, S>,
     token: &mut CancellationToken,
     claim: Claim,
 ) -> Timestamp
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
+    F: Fetch<T, O>,
+    S: Store,
 {
+    let Worker { shared, store, .. } = *worker;
     let hooks = &shared.hooks;
     if claim.rescued {
         tracing::warn!(
@@ -180,7 +201,7 @@ where
     }
     hooks.inflight(shared.in_flight.fetch_add(1, Ordering::Relaxed) + 1);
     let started = shared.clock.now();
-    let attempt = attempt(shared, token, &claim).await;
+    let attempt = attempt(worker, token, &claim).await;
     if token.is_cancelled() {
         // The fetch cancelled its own token: later fetches get a fresh one.
         *token = shared.shutdown.child_token();
@@ -205,7 +226,7 @@ where
                 })
             } else {
                 let at = now.saturating_add(after.unwrap_or(shared.config.retry_wait));
-                let call = || shared.store.retry_later(&claim, busy_since, at, now);
+                let call = || store.retry_later(&claim, busy_since, at, now);
                 let _ = store_call(shared, call).await;
                 hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
                 shared.wake_idle();
@@ -215,7 +236,7 @@ where
         Attempt::Result(result) => Some(result),
     };
     let Some(result) = result else {
-        let _ = store_call(shared, || shared.store.release(&claim, now)).await;
+        let _ = store_call(shared, || store.release(&claim, now)).await;
         hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
         return now;
     };
@@ -223,10 +244,7 @@ where
         TargetState::Done { .. } => TargetOutcome::Done,
         _ => TargetOutcome::Failed,
     };
-    let stored = store_call(shared, || {
-        shared.store.complete(&claim, result.clone(), now)
-    })
-    .await;
+    let stored = store_call(shared, || store.complete(&claim, result.clone(), now)).await;
     hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
     match stored {
         Some(Completion::Stored {
@@ -246,7 +264,7 @@ where
                 shared.report_end(claim.job, ended);
             }
             let max_bytes = shared.config.max_bytes;
-            if let Some(evicted) = store_call(shared, || shared.store.evict_oldest(max_bytes)).await
+            if let Some(evicted) = store_call(shared, || store.evict_oldest(max_bytes)).await
                 && evicted.jobs > 0
             {
                 tracing::debug!(
@@ -276,11 +294,22 @@ where
 }
 
 /// Runs the fetch for `claim`, catching panics and renewing a lease while it runs.
-async fn attempt<T, O>(shared: &Shared<T, O>, token: &CancellationToken, claim: &Claim) -> Attempt
+async fn attempt<T, O, F, S>(
+    worker: &Worker<'_, T, O, F, S>,
+    token: &CancellationToken,
+    claim: &Claim,
+) -> Attempt
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
+    F: Fetch<T, O>,
+    S: Store,
 {
+    let Worker {
+        shared,
+        store,
+        fetch,
+    } = *worker;
     let target: T = match serde_json::from_str(&claim.target_json) {
         Ok(target) => target,
         Err(error) => {
@@ -290,7 +319,7 @@ where
             });
         }
     };
-    let lease = shared.store.lease_ttl();
+    let lease = store.lease_ttl();
     // With a lease, a lost lease cancels this one fetch: it gets its own child token.
     let token = match lease {
         Some(_) => token.child_token(),
@@ -298,14 +327,14 @@ where
     };
     let ctx = FetchContext::new(claim.job, claim.index, claim.caller.clone(), token.clone());
     let fetched = async {
-        match panicguard::catch(|| shared.fetch.fetch(ctx, target)) {
+        match panicguard::catch(|| fetch.fetch(ctx, target)) {
             Ok(future) => future.catch_panic().await,
             Err(panic) => Err(panic),
         }
     };
     let fetched = match lease {
         None => fetched.await,
-        Some(ttl) => match with_heartbeat(shared, claim, ttl, &token, fetched).await {
+        Some(ttl) => match with_heartbeat(shared, store, claim, ttl, &token, fetched).await {
             Some(fetched) => fetched,
             None => return Attempt::Abandon,
         },
@@ -338,8 +367,9 @@ where
 
 /// Awaits `fetched` while renewing the claim every third of `ttl`; `None` (and the fetch
 /// cancelled) if the lease was lost.
-async fn with_heartbeat<T, O, R>(
+async fn with_heartbeat<T, O, S: Store, R>(
     shared: &Shared<T, O>,
+    store: &S,
     claim: &Claim,
     ttl: Duration,
     token: &CancellationToken,
@@ -351,7 +381,7 @@ async fn with_heartbeat<T, O, R>(
         tokio::select! {
             result = &mut fetched => return Some(result),
             () = tokio::time::sleep(every) => {
-                let renewed = shared.store.renew(claim, shared.clock.now()).await;
+                let renewed = store.renew(claim, shared.clock.now()).await;
                 match renewed {
                     Ok(true) => {}
                     Ok(false) => {

@@ -35,7 +35,7 @@ async fn heartbeat_keeps_a_slow_fetch_from_being_fetched_twice() {
     let id = runner.submit(&ann, &["slow".to_string()]).await.unwrap();
     suite::ended(&runner, id, &ann).await;
     assert_eq!(
-        runner.status(id, &ann).await.unwrap().status,
+        runner.status(&ann, id).await.unwrap().status,
         JobStatus::Done
     );
     assert_eq!(calls.load(Ordering::Relaxed), 1, "fetched once");
@@ -88,7 +88,7 @@ async fn a_runner_that_lost_its_lease_stores_nothing() {
         .await
         .unwrap();
     suite::ended(&runner, id, &ann).await;
-    let job = runner.status(id, &ann).await.unwrap();
+    let job = runner.status(&ann, id).await.unwrap();
     assert_eq!(job.status, JobStatus::Done);
     assert_eq!(
         job.targets[0].state.output::<String>().unwrap().unwrap(),
@@ -145,7 +145,7 @@ async fn a_dead_holders_claim_is_rescued_when_its_lease_lapses() {
     // Idle, the workers sleep until the dead claim's lease lapses, then take the target over.
     suite::ended(&runner, id, &ann).await;
     assert_eq!(
-        runner.status(id, &ann).await.unwrap().status,
+        runner.status(&ann, id).await.unwrap().status,
         JobStatus::Done
     );
     assert_eq!(calls.load(Ordering::Relaxed), 1);

@@ -24,7 +24,7 @@ async fn run_a_job(store: impl Store) -> Vec<u32> {
         .await
         .unwrap();
     assert_eq!(status, Some(JobStatus::Done));
-    let job = runner.status(id, &caller).await.unwrap();
+    let job = runner.status(&caller, id).await.unwrap();
     runner.close().await;
     job.targets
         .iter()

@@ -176,7 +176,7 @@ fn sigkill_mid_fetch_is_rescued_by_another_replica() {
         let end = tokio::time::timeout(Duration::from_secs(120), ended.recv()).await;
         assert_eq!(end.expect("the job ends"), Some(JobStatus::Done));
 
-        let job = runner.status(id, &caller()).await.unwrap();
+        let job = runner.status(&caller(), id).await.unwrap();
         runner.close().await;
         for (index, target) in job.targets.iter().enumerate() {
             let output: u64 = target.state.output().expect("done").unwrap();

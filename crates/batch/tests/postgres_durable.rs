@@ -143,7 +143,7 @@ async fn an_immediate_restart_loses_no_acknowledged_target_and_stores_each_once(
     go.add_permits((TARGETS - STORED_BEFORE_CRASH) as usize);
     let status = tokio::time::timeout(pg::PATIENCE, ended.recv()).await;
     assert_eq!(status.expect("the job ends"), Some(JobStatus::Done));
-    let job = runner.status(id, &caller).await.unwrap();
+    let job = runner.status(&caller, id).await.unwrap();
     runner.close().await;
 
     let expected: Vec<(i32, u32)> = (0..TARGETS).map(|t| (t as i32, output_of(t))).collect();

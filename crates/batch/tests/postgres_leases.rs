@@ -152,13 +152,13 @@ async fn a_runner_rescues_a_lapsed_claim_and_reports_it() {
         .await
         .unwrap();
     // The runner's workers wait (in virtual time) for the lease to lapse, then take over.
-    let mut job = runner.status(id, &cid).await.unwrap();
+    let mut job = runner.status(&cid, id).await.unwrap();
     for _ in 0..10_000 {
         if !job.status.is_live() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-        job = runner.status(id, &cid).await.unwrap();
+        job = runner.status(&cid, id).await.unwrap();
     }
     assert_eq!(job.status, JobStatus::Done);
     assert_eq!(
@@ -171,7 +171,7 @@ async fn a_runner_rescues_a_lapsed_claim_and_reports_it() {
         .await
         .unwrap();
     assert_eq!(late, Completion::Stale);
-    let job = runner.status(id, &cid).await.unwrap();
+    let job = runner.status(&cid, id).await.unwrap();
     assert_eq!(job.targets[0].state, done("got c1"));
     runner.close().await;
 }

@@ -306,7 +306,7 @@ async fn a_schema_named_select_runs_a_job() {
         .await
         .unwrap();
     assert_eq!(status, Some(batch::JobStatus::Done));
-    let job = runner.status(id, &caller).await.unwrap();
+    let job = runner.status(&caller, id).await.unwrap();
     let outputs: Vec<u32> = job
         .targets
         .iter()

@@ -214,7 +214,7 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
     // Every target stored exactly once, with its own result, whichever replica asks.
     assert_eq!(hooks.stored.load(Ordering::SeqCst), jobs * per_job);
     for (job, (id, caller)) in ids.iter().enumerate() {
-        let snapshot = runners[(job + 1) % 3].status(*id, caller).await.unwrap();
+        let snapshot = runners[(job + 1) % 3].status(caller, *id).await.unwrap();
         assert_eq!(snapshot.status, JobStatus::Done);
         for (index, target) in snapshot.targets.iter().enumerate() {
             let expected = format!("{job}-{index}");
@@ -347,7 +347,7 @@ async fn connections_dropped_by_the_server_are_reopened_and_nothing_is_lost() {
         terminated.load(Ordering::SeqCst) >= 3,
         "the server really dropped the store's connections"
     );
-    let job = runner.status(id, &ann).await.unwrap();
+    let job = runner.status(&ann, id).await.unwrap();
     assert_eq!(job.status, JobStatus::Done);
     for (index, target) in job.targets.iter().enumerate() {
         assert_eq!(

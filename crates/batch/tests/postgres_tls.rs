@@ -39,7 +39,7 @@ async fn sslmode_require_runs_a_job_over_verified_tls() {
         .await
         .unwrap();
     assert_eq!(status, Some(JobStatus::Done));
-    let job = runner.status(id, &caller).await.unwrap();
+    let job = runner.status(&caller, id).await.unwrap();
     let outputs: Vec<u32> = job
         .targets
         .iter()

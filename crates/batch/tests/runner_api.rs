@@ -34,7 +34,7 @@ async fn a_fetch_cancelling_its_token_stops_neither_runner_nor_later_fetches() {
         .unwrap();
     suite::ended(&runner, id, &ann).await;
     assert_eq!(
-        runner.status(id, &ann).await.unwrap().status,
+        runner.status(&ann, id).await.unwrap().status,
         JobStatus::Done
     );
     assert_eq!(
@@ -62,7 +62,7 @@ async fn a_panic_while_building_the_future_is_an_internal_error() {
         .await
         .unwrap();
     suite::ended(&runner, id, &ann).await;
-    let job = runner.status(id, &ann).await.unwrap();
+    let job = runner.status(&ann, id).await.unwrap();
     assert_eq!(job.status, JobStatus::Partial);
     assert_eq!(
         job.targets[0].state,

@@ -169,7 +169,7 @@ fn crash_mid_job_resumes_on_restart() {
         let runner = Runner::new(config, store, fetch).await.unwrap();
         assert_eq!(ended.recv().await, Some(JobStatus::Done));
 
-        let job = runner.status(id, &caller()).await.unwrap();
+        let job = runner.status(&caller(), id).await.unwrap();
         runner.close().await;
         assert_eq!(job.status, JobStatus::Done);
         for (index, target) in job.targets.iter().enumerate() {

@@ -176,7 +176,7 @@ fn a_live_file_is_refused_to_another_process() {
 
         gate.add_permits(TARGETS as usize);
         assert_eq!(ended.recv().await, Some(JobStatus::Done));
-        let job = runner.status(id, &caller).await.unwrap();
+        let job = runner.status(&caller, id).await.unwrap();
         runner.close().await;
         for (index, target) in job.targets.iter().enumerate() {
             let output: u64 = target.state.output().expect("done").unwrap();

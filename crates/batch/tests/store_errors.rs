@@ -102,13 +102,13 @@ async fn run_one_job(store: Flaky) -> (Job, u32, u32) {
         .submit(&ann, &["x".to_string(), "y".to_string()])
         .await
         .unwrap();
-    let mut job = runner.status(id, &ann).await.unwrap();
+    let mut job = runner.status(&ann, id).await.unwrap();
     for _ in 0..10_000 {
         if !job.status.is_live() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
-        job = runner.status(id, &ann).await.unwrap();
+        job = runner.status(&ann, id).await.unwrap();
     }
     runner.close().await;
     (

@@ -129,7 +129,7 @@ async fn many_jobs_random_cancels_invariants_hold() {
             for _ in 0..jobs / 3 {
                 x = (x * 31 + 17) % jobs;
                 let (id, who) = &ids[x];
-                if runner.cancel(*id, who).await.unwrap() {
+                if runner.cancel(who, *id).await.unwrap() {
                     cancelled.push(x);
                 }
                 tokio::task::yield_now().await;
@@ -150,7 +150,7 @@ async fn many_jobs_random_cancels_invariants_hold() {
     );
     let order = seen.order.lock().unwrap().clone();
     for (job, (id, who)) in ids.iter().enumerate() {
-        let snapshot = runner.status(*id, who).await.unwrap();
+        let snapshot = runner.status(who, *id).await.unwrap();
         let fetched = order.get(&job).cloned().unwrap_or_default();
         assert!(
             fetched.windows(2).all(|w| w[0] <= w[1]),

@@ -136,7 +136,7 @@ where
 {
     let mut last = None;
     wait_for("the job to end", async || {
-        let job = runner.status(id, caller).await.unwrap();
+        let job = runner.status(caller, id).await.unwrap();
         let done = !job.status.is_live();
         last = Some(job);
         done
@@ -189,10 +189,10 @@ pub async fn unreached_job_stays_queued<S: Store>(make: impl Fn() -> S) {
     let b = runner.submit(&bob, &oks("b", 1)).await.unwrap();
     started(&recorder, "a1").await;
     assert_eq!(
-        runner.status(a, &ann).await.unwrap().status,
+        runner.status(&ann, a).await.unwrap().status,
         JobStatus::Running
     );
-    let queued = runner.status(b, &bob).await.unwrap();
+    let queued = runner.status(&bob, b).await.unwrap();
     assert_eq!(queued.status, JobStatus::Queued);
     assert_eq!(words(&queued), ["pending"]);
     recorder.release.add_permits(1);
@@ -290,14 +290,14 @@ pub async fn cancel_queued_job<S: Store>(make: impl Fn() -> S) {
         .unwrap();
     let b = runner.submit(&bob, &oks("b", 2)).await.unwrap();
     started(&recorder, "a1").await;
-    assert!(runner.cancel(b, &bob).await.unwrap());
-    let job = runner.status(b, &bob).await.unwrap();
+    assert!(runner.cancel(&bob, b).await.unwrap());
+    let job = runner.status(&bob, b).await.unwrap();
     assert_eq!(job.status, JobStatus::Cancelled);
     recorder.release.add_permits(1);
     assert_eq!(ended(&runner, a, &ann).await.status, JobStatus::Done);
     assert_eq!(recorder.log(), ["a1"]);
     assert_eq!(
-        words(&runner.status(b, &bob).await.unwrap()),
+        words(&runner.status(&bob, b).await.unwrap()),
         ["pending", "pending"]
     );
     assert_eq!(hooks.jobs(), [JobStatus::Cancelled, JobStatus::Done]);
@@ -314,21 +314,21 @@ pub async fn cancel_running_job<S: Store>(make: impl Fn() -> S) {
         .await
         .unwrap();
     started(&recorder, "a1").await;
-    assert!(runner.cancel(a, &ann).await.unwrap());
+    assert!(runner.cancel(&ann, a).await.unwrap());
     assert_eq!(
-        runner.status(a, &ann).await.unwrap().status,
+        runner.status(&ann, a).await.unwrap().status,
         JobStatus::Cancelled
     );
     assert!(
-        !runner.cancel(a, &ann).await.unwrap(),
+        !runner.cancel(&ann, a).await.unwrap(),
         "a second cancel is refused"
     );
     recorder.release.add_permits(1);
     wait_for("a1 to be stored", async || {
-        runner.status(a, &ann).await.unwrap().targets[0].state != TargetState::Pending
+        runner.status(&ann, a).await.unwrap().targets[0].state != TargetState::Pending
     })
     .await;
-    let job = runner.status(a, &ann).await.unwrap();
+    let job = runner.status(&ann, a).await.unwrap();
     assert_eq!(
         job.status,
         JobStatus::Cancelled,
@@ -352,11 +352,11 @@ pub async fn cancel_terminal_or_unknown_job<S: Store>(make: impl Fn() -> S) {
     let (ann, bob) = (caller("ann"), caller("bob"));
     let a = runner.submit(&ann, &oks("a", 1)).await.unwrap();
     ended(&runner, a, &ann).await;
-    assert!(!runner.cancel(a, &ann).await.unwrap());
-    assert!(!runner.cancel(a, &bob).await.unwrap());
-    assert!(!runner.cancel(JobId::new(9_999), &ann).await.unwrap());
+    assert!(!runner.cancel(&ann, a).await.unwrap());
+    assert!(!runner.cancel(&bob, a).await.unwrap());
+    assert!(!runner.cancel(&ann, JobId::new(9_999)).await.unwrap());
     assert_eq!(
-        runner.status(a, &ann).await.unwrap().status,
+        runner.status(&ann, a).await.unwrap().status,
         JobStatus::Done
     );
     assert_eq!(hooks.jobs(), [JobStatus::Done]);
@@ -553,7 +553,7 @@ pub async fn close_with_targets_in_flight<S: Store>(make: impl Fn() -> S) {
         2,
         "close waited for both fetches"
     );
-    let job_a = runner.status(a, &ann).await.unwrap();
+    let job_a = runner.status(&ann, a).await.unwrap();
     assert_eq!(job_a.status, JobStatus::Running);
     assert_eq!(
         words(&job_a),
@@ -585,13 +585,13 @@ pub async fn caller_isolation<S: Store>(make: impl Fn() -> S) {
     let unknown = JobId::new(a.get() + 1_000);
     for id in [a, unknown] {
         assert!(matches!(
-            runner.status(id, &eve).await,
+            runner.status(&eve, id).await,
             Err(StatusError::NotFound)
         ));
-        assert!(!runner.touch(id, &eve).await.unwrap());
-        assert!(!runner.cancel(id, &eve).await.unwrap());
+        assert!(!runner.touch(&eve, id).await.unwrap());
+        assert!(!runner.cancel(&eve, id).await.unwrap());
     }
-    assert!(runner.touch(a, &ann).await.unwrap());
+    assert!(runner.touch(&ann, a).await.unwrap());
     assert_eq!(ended(&runner, a, &ann).await.status, JobStatus::Done);
     runner.close().await;
 }
@@ -665,14 +665,14 @@ pub async fn eviction_takes_least_recently_touched<S: Store>(make: impl Fn() -> 
     ended(&runner, a, &ann).await;
     let b = runner.submit(&bob, &job_of("b")).await.unwrap();
     ended(&runner, b, &bob).await;
-    assert!(runner.touch(a, &ann).await.unwrap());
+    assert!(runner.touch(&ann, a).await.unwrap());
     let c = runner.submit(&cid, &job_of("c")).await.unwrap();
     ended(&runner, c, &cid).await;
     assert!(
-        matches!(runner.status(b, &bob).await, Err(StatusError::NotFound)),
+        matches!(runner.status(&bob, b).await, Err(StatusError::NotFound)),
         "b went first"
     );
-    assert!(runner.status(a, &ann).await.is_ok(), "touched a stays");
-    assert!(runner.status(c, &cid).await.is_ok(), "the newest stays");
+    assert!(runner.status(&ann, a).await.is_ok(), "touched a stays");
+    assert!(runner.status(&cid, c).await.is_ok(), "the newest stays");
     runner.close().await;
 }

@@ -254,7 +254,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
                 let (id, caller) = ids.lock().unwrap()[job].clone();
                 if let Some(runner) = weak.upgrade() {
                     let runner: Arc<Runner<_, _>> = runner;
-                    let _ = runner.cancel(id, &caller).await.unwrap();
+                    let _ = runner.cancel(&caller, id).await.unwrap();
                 }
             })
         });
@@ -281,7 +281,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
     for (j, job) in case.jobs.iter().enumerate() {
         if job.cancel_at_submit {
             let (id, caller) = ids.lock().unwrap()[j].clone();
-            prop_assert!(runner.cancel(id, &caller).await.unwrap());
+            prop_assert!(runner.cancel(&caller, id).await.unwrap());
         }
     }
     let jobs = case.jobs.len();
@@ -310,7 +310,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
     let ids = ids.lock().unwrap().clone();
     let mut snapshots: Vec<Job> = Vec::new();
     for (id, caller) in &ids {
-        snapshots.push(runner.status(*id, caller).await.unwrap());
+        snapshots.push(runner.status(caller, *id).await.unwrap());
     }
     let statuses: Vec<JobStatus> = snapshots.iter().map(|j| j.status).collect();
     let states: Vec<Vec<&'static str>> = snapshots

@@ -94,7 +94,7 @@ pub async fn cancel_ends_wait_and_watch<S: Store>(make: impl Fn() -> S) {
     let mut watch = runner.watch(&ann, id).await.unwrap();
     let (job, cancelled) = tokio::join!(runner.wait(&ann, id), async {
         tokio::time::sleep(Duration::from_millis(10)).await;
-        runner.cancel(id, &ann).await.unwrap()
+        runner.cancel(&ann, id).await.unwrap()
     });
     assert!(cancelled);
     assert_eq!(job.unwrap().status, JobStatus::Cancelled);

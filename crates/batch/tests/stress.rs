@@ -190,3 +190,87 @@ async fn many_jobs_random_cancels_invariants_hold() {
     );
     assert_eq!(hooks.depth_calls.load(Ordering::Relaxed), 2 * jobs);
 }
+
+/// Waiters and watchers race the workers and random cancels: every `wait` returns the job's
+/// final snapshot, every watch moves only forward (stored targets never decrease, a terminal
+/// status never changes) and ends on the job's final status, and watches dropped halfway
+/// disturb nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_and_watchers_race_workers_and_cancels() {
+    let small = std::env::var("TEST_SCALE").is_ok_and(|v| v == "small");
+    let (jobs, per_job) = if small { (20, 10) } else { (60, 25) };
+    let fetch = |_ctx: FetchContext, n: usize| async move {
+        if n.is_multiple_of(4) {
+            tokio::task::yield_now().await;
+        }
+        Ok::<_, FetchError>(n)
+    };
+    let config = Config::default().workers(4).max_live_jobs(jobs);
+    let runner = Arc::new(
+        Runner::new(config, MemoryStore::new(), fetch)
+            .await
+            .unwrap(),
+    );
+    let mut tasks = Vec::new();
+    let mut ids = Vec::new();
+    let mut x: usize = 11;
+    for job in 0..jobs {
+        let who = Caller::new(format!("caller{job}"));
+        let id = runner
+            .submit(&who, &(0..per_job).collect::<Vec<_>>())
+            .await
+            .unwrap();
+        ids.push((id, who.clone()));
+        x = (x * 31 + 17) % 1009;
+        let (runner, stop_after) = (Arc::clone(&runner), x % 5);
+        tasks.push(tokio::spawn(async move {
+            // Start at a scrambled moment: before, during or after the job's run.
+            for _ in 0..stop_after {
+                tokio::task::yield_now().await;
+            }
+            let mut watch = runner.watch(&who, id).await.unwrap();
+            let mut seen = vec![watch.progress()];
+            while let Some(progress) = watch.changed().await {
+                seen.push(progress);
+                // Some watchers give up halfway: dropping a watch is allowed at any time.
+                if stop_after == 1 && seen.len() == 3 {
+                    return (seen, None);
+                }
+            }
+            let waited = runner.wait(&who, id).await.unwrap();
+            (seen, Some(waited))
+        }));
+    }
+    // Cancel some jobs, racing the workers and the watchers.
+    for _ in 0..jobs / 3 {
+        x = (x * 31 + 17) % jobs;
+        let (id, who) = &ids[x];
+        runner.cancel(who, *id).await.unwrap();
+        tokio::task::yield_now().await;
+    }
+    for (task, (id, who)) in tasks.into_iter().zip(&ids) {
+        let (seen, waited) = tokio::time::timeout(Duration::from_secs(120), task)
+            .await
+            .expect("every watch and wait ends with its job")
+            .unwrap();
+        for pair in seen.windows(2) {
+            assert!(
+                pair[1].counts.stored() >= pair[0].counts.stored(),
+                "a watch went back: {seen:?}"
+            );
+            assert!(pair[0].status.is_live(), "a change after the end: {seen:?}");
+        }
+        let Some(waited) = waited else {
+            continue;
+        };
+        let last = seen.last().unwrap();
+        let final_status = runner.status(who, *id).await.unwrap().status;
+        assert_eq!(last.status, final_status, "{seen:?}");
+        assert_eq!(waited.status, final_status);
+        assert!(last.counts.stored() <= waited.counts().done + waited.counts().failed);
+        if final_status == JobStatus::Done {
+            assert_eq!(last.counts.stored(), per_job);
+        }
+    }
+    runner.close().await;
+}

@@ -4,5 +4,7 @@
 mod loom_memory_store;
 #[cfg(loom)]
 mod loom_wake;
+#[cfg(loom)]
+mod loom_watch;
 #[cfg(not(loom))]
 mod memory_state;

@@ -98,19 +98,38 @@ impl Watchers {
     /// Merges the summary a new watcher read as `caller`, which proves the job is that
     /// caller's: later resyncs read it as them.
     pub(crate) fn publish_summary(&self, job: JobId, caller: &Caller, progress: Progress) {
-        if let Some(watched) = self.table().get_mut(&job) {
+        let mut table = self.table();
+        if let Some(watched) = table.get_mut(&job) {
             watched.caller = caller.clone();
         }
-        self.publish(job, progress);
+        self.merge(&mut table, job, progress);
     }
 
     /// Merges `progress` into `job`'s channel if it is watched and `progress` is newer; a
     /// terminal progress then ends the channel.
     pub(crate) fn publish(&self, job: JobId, progress: Progress) {
+        if self.any() {
+            self.merge(&mut self.table(), job, progress);
+        }
+    }
+
+    /// Moves `job` from `queued` to `running` (a claim started it; the counts are unchanged).
+    pub(crate) fn publish_start(&self, job: JobId) {
         if !self.any() {
             return;
         }
         let mut table = self.table();
+        let known = table.get(&job).and_then(|watched| *watched.sender.borrow());
+        if let Some(known) = known
+            && known.status == JobStatus::Queued
+        {
+            let running = Progress::new(JobStatus::Running, known.counts, None);
+            self.merge(&mut table, job, running);
+        }
+    }
+
+    /// [`publish`](Self::publish) under the table's lock, taken once by each caller.
+    fn merge(&self, table: &mut HashMap<JobId, Watched>, job: JobId, progress: Progress) {
         let Some(watched) = table.get(&job) else {
             return;
         };
@@ -128,22 +147,6 @@ impl Watchers {
         if ended || watched.sender.receiver_count() == 0 {
             table.remove(&job);
             self.watched.store(table.len(), Ordering::SeqCst);
-        }
-    }
-
-    /// Moves `job` from `queued` to `running` (a claim started it; the counts are unchanged).
-    pub(crate) fn publish_start(&self, job: JobId) {
-        if !self.any() {
-            return;
-        }
-        let known = self
-            .table()
-            .get(&job)
-            .and_then(|watched| *watched.sender.borrow());
-        if let Some(known) = known
-            && known.status == JobStatus::Queued
-        {
-            self.publish(job, Progress::new(JobStatus::Running, known.counts, None));
         }
     }
 

@@ -96,7 +96,7 @@ where
             now = serve(&worker, &mut token, claim).await;
             continue;
         }
-        let Some(wake_at) = store_call(&shared, || store.next_wakeup()).await else {
+        let Some(wake_at) = store_call(&shared, || store.next_wakeup(now)).await else {
             return;
         };
         let retry_time = async {

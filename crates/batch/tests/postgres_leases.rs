@@ -12,8 +12,6 @@ use batch::store::{Completion, NewJob, PostgresStore};
 use batch::store::{Store, Timestamp};
 use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, TargetState};
 
-const TTL: Duration = Duration::from_secs(2);
-
 /// Two stores over one fresh schema, as two replicas would open it.
 fn replicas() -> (PostgresStore, PostgresStore) {
     let options = pg::options().lease_ttl(TTL);
@@ -40,8 +38,29 @@ fn done(output: &str) -> TargetState {
     }
 }
 
+/// The lease every test here uses: claims lapse in real time, on the server's clock.
+const TTL: Duration = Duration::from_millis(400);
+
+/// An hour: how far the replicas' clocks disagree in these tests.
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// Waits (in real time, on the store's own schedule) until `store` claims something.
+async fn claim_when_due(store: &PostgresStore) -> batch::store::Claim {
+    for _ in 0..200 {
+        let now = Timestamp::from(SystemTime::now());
+        if let Some(claim) = store.claim(now).await.unwrap() {
+            return claim;
+        }
+        let wake = store.next_wakeup(now).await.unwrap().expect("a wake-up");
+        tokio::time::sleep(wake.saturating_since(now).max(Duration::from_millis(5))).await;
+    }
+    panic!("no claim became due");
+}
+
 /// A replica that stalls past its lease (no heartbeat) loses the claim: the next claim anywhere
-/// is a rescue with a newer token, and every late call under the old token is refused.
+/// is a rescue with a newer token, and every late call under the old token is refused. The
+/// replicas' clocks disagree by an hour each way, which changes nothing: the server's clock
+/// judges leases.
 #[tokio::test]
 async fn a_stalled_claim_is_rescued_and_its_late_write_refused() {
     if !pg::available() {
@@ -49,6 +68,7 @@ async fn a_stalled_claim_is_rescued_and_its_late_write_refused() {
     }
     let (stalled, rescuer) = replicas();
     let t0 = Timestamp::from(SystemTime::now());
+    let ahead = t0.saturating_add(HOUR);
     let ann = Caller::new("ann");
     let id = stalled
         .submit(job("ann", &["a1", "a2"], t0))
@@ -57,22 +77,19 @@ async fn a_stalled_claim_is_rescued_and_its_late_write_refused() {
         .id;
     let old = stalled.claim(t0).await.unwrap().expect("a claim");
     assert!(!old.rescued);
-    // Within the lease, the other replica finds nothing to claim, and is told when to look.
-    let within = t0.saturating_add(TTL / 2);
-    assert!(rescuer.claim(within).await.unwrap().is_none());
-    let wake = rescuer.next_wakeup().await.unwrap().expect("a wake-up");
-    assert!(wake <= t0.saturating_add(TTL), "wakes by the lease's end");
-    // Past the lease: a rescue, with a newer fencing token.
-    let after = t0.saturating_add(TTL * 2);
-    let new = rescuer
-        .claim(after)
-        .await
-        .unwrap()
-        .expect("the lapsed claim");
+    // A replica whose clock runs an hour ahead finds nothing to claim within the lease, and
+    // is told to look again by the lease's end on its own clock.
+    assert!(rescuer.claim(ahead).await.unwrap().is_none());
+    let wake = rescuer.next_wakeup(ahead).await.unwrap().expect("a wake-up");
+    assert!(wake > ahead, "the lease has not lapsed");
+    assert!(wake <= ahead.saturating_add(TTL), "wakes by the lease's end");
+    // Once the server's clock passes the lease: a rescue, with a newer fencing token.
+    let new = claim_when_due(&rescuer).await;
     assert!(new.rescued, "the claim reports the rescue");
     assert_eq!((new.job, new.index), (old.job, old.index));
     assert!(new.token > old.token);
     // The stalled replica wakes up: renew, retry, release and store are all refused.
+    let after = Timestamp::from(SystemTime::now());
     assert!(!stalled.renew(&old, after).await.unwrap());
     assert!(!stalled.release(&old, after).await.unwrap());
     assert!(
@@ -93,7 +110,8 @@ async fn a_stalled_claim_is_rescued_and_its_late_write_refused() {
     assert_eq!(snapshot.targets[1].state, TargetState::Pending);
 }
 
-/// A renewed claim is never taken: renewing moves the lease on.
+/// A renewed claim is never taken, even by a replica whose clock runs an hour ahead:
+/// renewing moves the lease on by the server's clock.
 #[tokio::test]
 async fn a_renewed_claim_is_kept() {
     if !pg::available() {
@@ -103,15 +121,53 @@ async fn a_renewed_claim_is_kept() {
     let t0 = Timestamp::from(SystemTime::now());
     holder.submit(job("bob", &["b1"], t0)).await.unwrap();
     let claim = holder.claim(t0).await.unwrap().unwrap();
-    // Renewing every half lease, the holder keeps the claim far past the first lease.
-    let mut now = t0;
-    for _ in 0..6 {
-        now = now.saturating_add(TTL / 2);
+    // Renewing every quarter lease, the holder keeps the claim past three leases.
+    let renewed_at = std::time::Instant::now();
+    while renewed_at.elapsed() < TTL * 3 {
+        tokio::time::sleep(TTL / 4).await;
+        let now = Timestamp::from(SystemTime::now());
         assert!(holder.renew(&claim, now).await.unwrap());
-        assert!(other.claim(now).await.unwrap().is_none(), "never taken");
+        let skewed = now.saturating_add(HOUR);
+        assert!(other.claim(skewed).await.unwrap().is_none(), "never taken");
     }
+    let now = Timestamp::from(SystemTime::now());
     let stored = holder.complete(&claim, done("b1"), now).await.unwrap();
     assert!(matches!(stored, Completion::Stored { ended: Some(_), .. }));
+}
+
+/// A lapsed claim on a job cancelled meanwhile has nothing to rescue: an idle replica's
+/// `next_wakeup` drops it, and the job becomes evictable.
+#[tokio::test]
+async fn a_lapsed_claim_on_a_cancelled_job_is_swept() {
+    if !pg::available() {
+        return;
+    }
+    let (stalled, other) = replicas();
+    let t0 = Timestamp::from(SystemTime::now());
+    let dan = Caller::new("dan");
+    let id = stalled.submit(job("dan", &["d1"], t0)).await.unwrap().id;
+    let old = stalled.claim(t0).await.unwrap().unwrap();
+    other.cancel(id, &dan, t0).await.unwrap();
+    // Held: not evictable.
+    assert_eq!(other.evict_oldest(0).await.unwrap().jobs, 0);
+    // Past the lease on the server's clock, an idle replica's wake-up sweeps the claim.
+    let mut swept = false;
+    for _ in 0..200 {
+        let now = Timestamp::from(SystemTime::now());
+        let wake = other.next_wakeup(now).await.unwrap();
+        if other.evict_oldest(0).await.unwrap().jobs == 1 {
+            swept = true;
+            break;
+        }
+        let wait = wake.map_or(TTL, |at| at.saturating_since(now));
+        tokio::time::sleep(wait.max(Duration::from_millis(5))).await;
+    }
+    assert!(swept, "the job was evicted once its claim lapsed");
+    let now = Timestamp::from(SystemTime::now());
+    assert_eq!(
+        stalled.complete(&old, done("late"), now).await.unwrap(),
+        Completion::Stale
+    );
 }
 
 #[derive(Default)]
@@ -125,15 +181,12 @@ impl Hooks for CountRescues {
 
 /// A runner finds a claim another replica let lapse, fetches the target again and reports
 /// the rescue through its hooks; the stalled replica's late write changes nothing.
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn a_runner_rescues_a_lapsed_claim_and_reports_it() {
     if !pg::available() {
         return;
     }
     let (stalled, rescuer) = replicas();
-    // On the paused clock, virtual time jumps while a call awaits the server, and the store's
-    // connect timeouts would fire at once: every store call runs on a runtime of its own.
-    let stalled = pg::Frozen::new(stalled);
     let now = Timestamp::from(SystemTime::now());
     let cid = Caller::new("cid");
     let id = stalled
@@ -148,18 +201,12 @@ async fn a_runner_rescues_a_lapsed_claim_and_reports_it() {
         async move { Ok::<_, FetchError>(format!("got {target}")) }
     };
     let config = Config::default().workers(2).hooks(hooks.clone());
-    let runner = Runner::new(config, pg::Frozen::new(rescuer), fetch)
+    let runner = Runner::new(config, rescuer, fetch).await.unwrap();
+    // The runner's workers wait for the lease to lapse on the server, then take over.
+    let job = tokio::time::timeout(Duration::from_secs(60), runner.wait(&cid, id))
         .await
+        .expect("the job ends")
         .unwrap();
-    // The runner's workers wait (in virtual time) for the lease to lapse, then take over.
-    let mut job = runner.status(&cid, id).await.unwrap();
-    for _ in 0..10_000 {
-        if !job.status.is_live() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        job = runner.status(&cid, id).await.unwrap();
-    }
     assert_eq!(job.status, JobStatus::Done);
     assert_eq!(
         hooks.0.load(Ordering::SeqCst),

@@ -43,10 +43,10 @@ async fn replicas_starting_together_migrate_once() {
     for start in starts {
         start.await.unwrap().expect("every replica opens the store");
     }
-    assert_eq!(version(&url, &schema).await, 2);
+    assert_eq!(version(&url, &schema).await, 3);
     // Opening again changes nothing.
     options.connect(&url).await.unwrap();
-    assert_eq!(version(&url, &schema).await, 2);
+    assert_eq!(version(&url, &schema).await, 3);
 }
 
 #[tokio::test]
@@ -65,7 +65,7 @@ async fn a_newer_schema_is_refused_and_left_alone() {
             refused,
             PostgresError::NewerSchema {
                 found: 7,
-                supported: 2
+                supported: 3
             }
         ),
         "{refused:?}"
@@ -106,8 +106,9 @@ async fn an_unreachable_server_is_unavailable() {
     assert!(matches!(err, PostgresError::Unavailable(_)), "{err:?}");
 }
 
-/// A schema written by version 1 (version 2's additions removed by hand: it only adds) opens
-/// migrated, with its jobs' counts right and keys working on it.
+/// A schema written by version 1 (versions 2 and 3's changes undone by hand) opens migrated,
+/// with its jobs' counts right, its pending target claimable in the new rotation, and keys
+/// working on it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_1_schema_migrates_with_its_counts() {
     if !pg::available() {
@@ -148,6 +149,11 @@ async fn a_version_1_schema_migrates_with_its_counts() {
     client
         .batch_execute(&format!(
             "SET search_path TO \"{schema}\";
+             DROP INDEX jobs_claimable;
+             ALTER TABLE jobs DROP COLUMN served;
+             DROP SEQUENCE serves;
+             CREATE INDEX jobs_claimable ON jobs (id)
+                 WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total;
              DROP INDEX jobs_caller_key;
              DROP INDEX jobs_caller;
              ALTER TABLE jobs DROP COLUMN key;
@@ -156,7 +162,7 @@ async fn a_version_1_schema_migrates_with_its_counts() {
         .await
         .unwrap();
     let store = options.connect(&url).await.unwrap();
-    assert_eq!(version(&url, &schema).await, 2);
+    assert_eq!(version(&url, &schema).await, 3);
     let counts = Counts::new(1, 1, 1);
     let summary = store.summary(id, &ann).await.unwrap().unwrap();
     assert_eq!(
@@ -165,6 +171,9 @@ async fn a_version_1_schema_migrates_with_its_counts() {
     );
     let listed: Vec<_> = store.jobs(&ann).await.unwrap();
     assert_eq!(listed, [summary]);
+    let claim = store.claim(now).await.unwrap().expect("the pending target");
+    assert_eq!((claim.job, claim.index), (id, 2));
+    store.release(&claim, now).await.unwrap();
     let keyed =
         |target: &str| NewJob::new(Caller::new("bob"), vec![target.into()], now, 10).with_key("k");
     let first = store.submit(keyed("4")).await.unwrap();

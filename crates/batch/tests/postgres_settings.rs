@@ -329,7 +329,7 @@ async fn a_schema_named_select_runs_a_job() {
         .unwrap();
 }
 
-/// With its one pooled connection stuck (a claim waiting on a row lock the test holds), a
+/// With its one pooled connection stuck (a cancel waiting on a row lock the test holds), a
 /// second call gives up after `pool_wait_timeout` with `Unavailable`, and the stuck call
 /// finishes once the lock is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,23 +345,23 @@ async fn a_call_that_waits_for_a_busy_pool_is_unavailable() {
             .pool_size(1)
             .pool_wait_timeout(Duration::from_millis(100)),
     ));
+    let now = batch::store::Timestamp::from(std::time::SystemTime::now());
+    let ann = batch::Caller::new("ann");
+    let job = batch::store::NewJob::new(ann.clone(), vec!["1".into()], now, 10);
+    let id = store.submit(job).await.unwrap().id;
     let (mut client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
         .unwrap();
     tokio::spawn(connection);
     let tx = client.transaction().await.unwrap();
-    let lock = format!("SELECT * FROM \"{schema}\".rotation FOR UPDATE");
-    tx.execute(&lock, &[]).await.unwrap();
+    let lock = format!("SELECT * FROM \"{schema}\".jobs WHERE id = $1 FOR UPDATE");
+    tx.execute(&lock, &[&(id.get() as i64)]).await.unwrap();
 
-    let claiming = tokio::spawn({
-        let store = std::sync::Arc::clone(&store);
-        async move {
-            store
-                .claim(batch::store::Timestamp::from(std::time::SystemTime::now()))
-                .await
-        }
+    let cancelling = tokio::spawn({
+        let (store, ann) = (std::sync::Arc::clone(&store), ann.clone());
+        async move { store.cancel(id, &ann, now).await }
     });
-    // Wait (on a condition, not a duration) until the claim blocks on the row lock.
+    // Wait (on a condition, not a duration) until the cancel blocks on the row lock.
     let (observer, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -380,7 +380,7 @@ async fn a_call_that_waits_for_a_busy_pool_is_unavailable() {
     };
     tokio::time::timeout(pg::PATIENCE, blocked)
         .await
-        .expect("the claim blocks on the row lock");
+        .expect("the cancel blocks on the row lock");
 
     let refused = store.live_jobs().await;
     assert!(
@@ -388,7 +388,10 @@ async fn a_call_that_waits_for_a_busy_pool_is_unavailable() {
         "{refused:?}"
     );
     tx.rollback().await.unwrap();
-    let claimed = claiming.await.unwrap();
-    assert!(matches!(claimed, Ok(None)), "{claimed:?}");
+    let cancelled = cancelling.await.unwrap();
+    assert!(
+        matches!(cancelled, Ok(batch::store::CancelOutcome::Cancelled(_))),
+        "{cancelled:?}"
+    );
     assert_eq!(store.live_jobs().await.unwrap(), 0);
 }

@@ -150,13 +150,11 @@ impl Hooks for Counting {
 /// every target is stored exactly once (one target hook per target over all replicas, and its
 /// result in the job); and the rotation is fair across replicas.
 ///
-/// The fairness bound: the rotation's cursor is one row every claim locks, so claims commit
-/// one at a time in fencing-token order, and from any moment on the cursor reaches a ready
-/// job before it claims any other job twice. So after a job's target is stored, every other
-/// job is claimed at most twice (in token order) before this job's next claim: once in the
-/// lap, and once by a claim that committed before the store but was logged after it (each job
-/// has at most one such claim, being serial). The check places each store after every claim
-/// logged before it, which can only undercount.
+/// The fairness bound (`Store`'s docs): once a job is ready, every other job is claimed at
+/// most twice before it (once in turn by service stamp, once by a claim already under way
+/// when the job became ready). The check places each store after every claim logged before
+/// it, and a claim minted before the store committed may be logged after it (each job has at
+/// most one such claim, being serial): so the check allows three.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
     if !pg::available() {
@@ -244,7 +242,9 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
         }
     }
     // Fairness: between a job's stored target and its next claim, in claim order, no other
-    // job is claimed more than twice.
+    // job is claimed more than twice (the store's bound for concurrent claims), plus once
+    // more for the log itself: a claim logged after the store may have been minted before
+    // it committed.
     let log = log.lock().unwrap().clone();
     let mut claims: Vec<(u64, u64)> = Vec::new(); // (token, job)
     let mut stores: Vec<(u64, u64)> = Vec::new(); // (tokens logged before it, job)
@@ -272,7 +272,7 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
         }
     }
     println!("fairness: at most {worst} claims of one job while another waited");
-    assert!(worst <= 2, "a job waited through {worst} claims of another");
+    assert!(worst <= 3, "a job waited through {worst} claims of another");
     for runner in &runners {
         runner.close().await;
     }
@@ -562,4 +562,69 @@ async fn a_job_run_by_one_replica_is_awaited_and_watched_through_another() {
     assert_eq!(api.counts(&ann, id).await.unwrap(), Counts::new(0, 3, 0));
     worker.close().await;
     api.close().await;
+}
+
+/// One claim's transaction held open mid-claim (after it picked and locked its job) does not
+/// hold up another replica's claim: that one takes the next job and returns meanwhile. (With
+/// the rotation's cursor row of schema version 2, every claim locked that row first, and the
+/// second claim waited for the first to commit.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_held_open_does_not_hold_up_another_replicas_claim() {
+    if !pg::available() {
+        return;
+    }
+    let url = pg::url().unwrap();
+    let schema = pg::fresh_schema();
+    let options = pg::options().schema(schema.as_str());
+    let (held, free) = (pg::open(options.clone()), pg::open(options));
+    let now = Timestamp::from(SystemTime::now());
+    for caller in ["held", "free"] {
+        let job = NewJob::new(Caller::new(caller), vec!["\"t\"".into()], now, 10);
+        held.submit(job).await.unwrap();
+    }
+    // A test-only trigger makes a claim of the job of caller `held` wait, inside its
+    // transaction and after locking the job's row, until this session lets go of a lock.
+    let (test, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    test.batch_execute(&format!(
+        "SET search_path TO \"{schema}\";
+         CREATE FUNCTION hold_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN PERFORM pg_advisory_xact_lock_shared(4242); RETURN NEW; END $$;
+         CREATE TRIGGER hold_claim BEFORE UPDATE ON jobs FOR EACH ROW
+             WHEN (NEW.caller = 'held' AND NEW.in_flight IS NOT NULL)
+             EXECUTE FUNCTION hold_claim();
+         SELECT pg_advisory_lock(4242);"
+    ))
+    .await
+    .unwrap();
+    let first = tokio::spawn(async move {
+        let claim = held.claim(now).await;
+        (held, claim)
+    });
+    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
+                   WHERE application_name = $1 AND wait_event_type = 'Lock'";
+    let name = format!("batch {schema}");
+    let blocked = async {
+        while test.query_one(waiting, &[&name]).await.unwrap().get::<_, i64>(0) != 1 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(PATIENCE, blocked)
+        .await
+        .expect("the first claim waits inside its transaction");
+    // The other replica's claim returns, with the other job, while the first is held.
+    let second = tokio::time::timeout(PATIENCE, free.claim(now))
+        .await
+        .expect("the second claim is not held up")
+        .unwrap()
+        .expect("the job nobody holds");
+    assert_eq!(second.caller, Caller::new("free"));
+    assert!(!first.is_finished(), "the first claim is still held");
+    test.batch_execute("SELECT pg_advisory_unlock(4242)")
+        .await
+        .unwrap();
+    let (_held, claim) = tokio::time::timeout(PATIENCE, first).await.unwrap().unwrap();
+    assert_eq!(claim.unwrap().unwrap().caller, Caller::new("held"));
 }

@@ -22,6 +22,8 @@
 pub(crate) mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -204,11 +206,21 @@ pub struct Evicted {
 ///
 /// # The rotation (what [`claim`](Self::claim) must pick)
 ///
-/// Live jobs form one rotation in submit order. A claim picks, scanning from a cursor and
-/// wrapping once, the first job that is live (not cancelled, not ended), has a pending target,
-/// has **no target in flight** (no current claim), and whose retry time, if any, has come. It
-/// claims that job's first pending target, marks the job `running`, and moves the cursor just
-/// past the job. So every job is serial and, when all are ready, jobs alternate.
+/// A job is **ready** when it is live (queued or running), has a pending target, has no
+/// target in flight (no current claim; a claim whose lease lapsed by `now` is none), and its
+/// retry time, if any, has come. Every job carries the moment it was last served: its submit,
+/// then each claim of it, ordered by one store-wide sequence. A claim picks the ready job
+/// **served longest ago**, claims its first pending target, marks it `running`, and stamps it
+/// served. So every job is serial, a new job joins the back of the rotation, and when all are
+/// ready, jobs alternate.
+///
+/// **Fairness bound.** Once a job is ready, every other job is claimed at most once before
+/// it (a job claimed meanwhile is stamped later than it; a job submitted meanwhile is
+/// stamped later from the start): with `n` live jobs, a ready job waits for at most `n − 1`
+/// claims. A store shared by several processes lets claims run in parallel, each skipping
+/// the rows other transactions hold at that moment (the jobs being claimed, or a job being
+/// [`touch`](Self::touch)ed): there a claim already under way when a job became ready may
+/// not see it yet, so every other job is claimed at most **twice** before it.
 ///
 /// # Fencing and leases
 ///
@@ -315,12 +327,17 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// When to claim next if nothing else wakes the workers: the earliest retry time of a job
-    /// that waits only for it, or the earliest lease to lapse, if any. A shared store may also
-    /// return a bounded fallback poll time here. A time at or before now promises that a
+    /// When to claim next if nothing else wakes the workers, on the clock `now` is read from:
+    /// the earliest retry time of a job that waits only for it, or the earliest lease to
+    /// lapse, if any. A shared store may also return a bounded fallback poll time here, and
+    /// one that judges leases by another clock (the database server's) converts their ends
+    /// to `now`'s clock. A time at or before now promises that a
     /// claim now finds work (or consumes the reason for that time, as a rescue does);
     /// otherwise idle workers would wake again at once.
-    fn next_wakeup(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send;
+    fn next_wakeup(
+        &self,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send;
 
     /// Resolves when another process may have made a job claimable (a submit, a stored target
     /// or a cancel elsewhere; for PostgreSQL a `LISTEN/NOTIFY` message). Idle workers wait on
@@ -494,8 +511,11 @@ pub trait StoreWrapper: Send + Sync + 'static {
         self.around(self.inner().release(claim, now))
     }
     /// As [`Store::next_wakeup`].
-    fn next_wakeup(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
-        self.around(self.inner().next_wakeup())
+    fn next_wakeup(
+        &self,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
+        self.around(self.inner().next_wakeup(now))
     }
     /// As [`Store::changed`] (not passed through `around`).
     fn changed(&self) -> impl Future<Output = ()> + Send {
@@ -604,8 +624,11 @@ impl<W: StoreWrapper> Store for W {
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
         StoreWrapper::release(self, claim, now)
     }
-    fn next_wakeup(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
-        StoreWrapper::next_wakeup(self)
+    fn next_wakeup(
+        &self,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
+        StoreWrapper::next_wakeup(self, now)
     }
     fn changed(&self) -> impl Future<Output = ()> + Send {
         StoreWrapper::changed(self)

@@ -147,7 +147,10 @@ impl Store for MemoryStore {
         ready(Ok(self.with(|s| s.release(claim))))
     }
 
-    fn next_wakeup(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
+    fn next_wakeup(
+        &self,
+        _now: Timestamp,
+    ) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
         ready(Ok(self.with(|s| s.next_wakeup())))
     }
 

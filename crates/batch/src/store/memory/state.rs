@@ -15,8 +15,10 @@
 //!
 //! # Invariants
 //!
-//! 1. A job id is in `ready` iff the job is live, has a pending target, no claim out, and no
-//!    future retry time. So a claim never has to skip a job that is not ready: O(log n).
+//! 1. `(served, id)` is in `ready` iff the job is live, has a pending target, no claim out,
+//!    and no future retry time; `served` is the job's service stamp (from `next_serve`, taken
+//!    at its submit and at each claim). A claim takes the first entry, the ready job served
+//!    longest ago (the rotation of `Store`'s docs), and never skips one: O(log n).
 //! 2. `(at, id)` is in `waiting` iff the job is live, has no claim out, and waits for its
 //!    retry time `at`. `ready` and `waiting` are disjoint.
 //! 3. A job has at most one claim out (`in_flight`): each job is serial.
@@ -105,6 +107,8 @@ struct Entry {
     retry_at: Option<Timestamp>,
     /// The eviction key (invariant 5); bumped on touch and when the job ends.
     touch: u64,
+    /// The service stamp: the rotation's key (invariant 1).
+    served: u64,
     bytes: u64,
     /// Invariant 9.
     done: usize,
@@ -148,10 +152,9 @@ impl Entry {
 #[derive(Debug, Default)]
 pub(crate) struct State {
     jobs: Jobs,
-    ready: BTreeSet<u64>,
+    /// Invariant 1: `(served, id)`.
+    ready: BTreeSet<(u64, u64)>,
     waiting: BTreeSet<(Timestamp, u64)>,
-    /// The next scan starts at the first ready id at or above this.
-    cursor: u64,
     finished: BTreeSet<(u64, u64)>,
     leases: BTreeSet<(Timestamp, u64)>,
     /// Claims taken back because their lease lapsed, since the store was made.
@@ -166,6 +169,8 @@ pub(crate) struct State {
     next_id: u64,
     next_token: u64,
     next_touch: u64,
+    /// The last service stamp given.
+    next_serve: u64,
 }
 
 /// Why a claim call was refused.
@@ -174,6 +179,11 @@ fn current(entry: &Entry, claim: &Claim) -> bool {
 }
 
 impl State {
+    fn bump_serve(&mut self) -> u64 {
+        self.next_serve += 1;
+        self.next_serve
+    }
+
     fn bump_touch(&mut self) -> u64 {
         self.next_touch += 1;
         self.next_touch
@@ -210,6 +220,7 @@ impl State {
         let targets: Vec<Arc<str>> = job.targets.into_iter().map(Arc::from).collect();
         let bytes = targets.iter().map(|t| t.len() as u64).sum();
         let touch = self.bump_touch();
+        let served = self.bump_serve();
         self.callers.insert(job.caller.clone(), id);
         self.by_caller
             .entry(job.caller.clone())
@@ -234,13 +245,14 @@ impl State {
                 busy_since: None,
                 retry_at: None,
                 touch,
+                served,
                 bytes,
                 done: 0,
                 failed: 0,
                 key: job.key,
             },
         );
-        self.ready.insert(id);
+        self.ready.insert((served, id));
         self.live += 1;
         self.bytes += bytes;
         self.check(id);
@@ -274,21 +286,18 @@ impl State {
                 break;
             }
             self.waiting.pop_first();
-            self.ready.insert(id);
             if let Some(entry) = self.jobs.get_mut(&id) {
                 entry.retry_at = None;
+                self.ready.insert((entry.served, id));
             }
         }
-        let id = match self.ready.range(self.cursor..).next() {
-            Some(&id) => id,
-            None => *self.ready.first()?,
-        };
-        self.ready.remove(&id);
-        self.cursor = id + 1;
+        let (_, id) = self.ready.pop_first()?;
         self.next_token += 1;
         let token = self.next_token;
+        let served = self.bump_serve();
         let entry = self.jobs.get_mut(&id).expect("a ready job exists");
         entry.in_flight = Some(token);
+        entry.served = served;
         if let Some(lease) = lease {
             let until = now.saturating_add(lease);
             entry.lease_until = Some(until);
@@ -344,7 +353,7 @@ impl State {
         } else if let Some(at) = retry_at {
             self.waiting.insert((at, id));
         } else if entry.next < entry.targets.len() {
-            self.ready.insert(id);
+            self.ready.insert((entry.served, id));
         }
     }
 
@@ -506,16 +515,17 @@ impl State {
         let entry = self.jobs.get_mut(&raw).expect("found above");
         entry.status = JobStatus::Cancelled;
         entry.updated = now;
-        let (caller, retry_at, idle) = (
+        let (caller, retry_at, idle, served) = (
             entry.caller.clone(),
             entry.retry_at,
             entry.in_flight.is_none(),
+            entry.served,
         );
         if idle {
             entry.touch = touch;
             self.finished.insert((touch, raw));
         }
-        self.ready.remove(&raw);
+        self.ready.remove(&(served, raw));
         if let Some(at) = retry_at {
             self.waiting.remove(&(at, raw));
         }
@@ -559,7 +569,7 @@ impl State {
             return;
         }
         if let Some(e) = self.jobs.get(&id) {
-            let ready = self.ready.contains(&id);
+            let ready = self.ready.contains(&(e.served, id));
             let waiting = e
                 .retry_at
                 .is_some_and(|at| self.waiting.contains(&(at, id)));

@@ -28,7 +28,6 @@ mod schema;
 mod tls;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use deadpool_postgres::{Object, Pool, Transaction};
@@ -117,8 +116,6 @@ pub struct PostgresStore {
     channel: String,
     lease_ttl: Duration,
     poll_interval: Duration,
-    /// The latest `now` a claim passed, in microseconds: the fallback poll counts from it.
-    last_now: AtomicU64,
 }
 
 impl PostgresStore {
@@ -145,7 +142,6 @@ impl PostgresStore {
             channel,
             lease_ttl: options.lease(),
             poll_interval: options.poll(),
-            last_now: AtomicU64::new(0),
         }
     }
 
@@ -259,7 +255,6 @@ impl Store for PostgresStore {
 
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
         self.wakeups.claiming();
-        self.last_now.fetch_max(now.as_micros(), Ordering::SeqCst);
         transaction!(self, |tx| queries::claim(
             &tx,
             &self.channel,
@@ -269,7 +264,8 @@ impl Store for PostgresStore {
     }
 
     async fn renew(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
-        transaction!(self, |tx| queries::renew(&tx, claim, now, self.lease_ttl))
+        let _ = now; // Leases are judged by the server's clock.
+        transaction!(self, |tx| queries::renew(&tx, claim, self.lease_ttl))
     }
 
     async fn complete(
@@ -308,16 +304,11 @@ impl Store for PostgresStore {
         transaction!(self, |tx| queries::release(&tx, &self.channel, claim, now))
     }
 
-    async fn next_wakeup(&self) -> Result<Option<Timestamp>, StoreError> {
-        let due = transaction!(self, |tx| queries::next_wakeup(&tx))?;
-        let last = self.last_now.load(Ordering::SeqCst);
-        // The bounded fallback poll, counted from the last claim.
-        let poll =
-            (last > 0).then(|| Timestamp::from_micros(last).saturating_add(self.poll_interval));
-        Ok(match (due, poll) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        })
+    async fn next_wakeup(&self, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
+        let due = transaction!(self, |tx| queries::next_wakeup(&tx, now))?;
+        // The bounded fallback poll.
+        let poll = now.saturating_add(self.poll_interval);
+        Ok(Some(due.map_or(poll, |due| due.min(poll))))
     }
 
     fn changed(&self) -> impl Future<Output = ()> + Send {

@@ -3,13 +3,16 @@
 //! These mirror the SQLite store's queries (and so the in-memory store's state machine), with
 //! what a store shared by several processes adds:
 //!
-//! - **The rotation's cursor is a row** (`rotation`), locked by every claim: claims from all
-//!   replicas are serialized on it, so the round-robin over jobs is exactly the one-process
-//!   rule. The job row itself is taken `FOR UPDATE SKIP LOCKED`, so a claim never waits on a
-//!   job another transaction is storing into or cancelling.
-//! - **Leases.** A claim sets `lease_until`; a claim first takes back every claim whose lease
-//!   lapsed (a *rescue*: its token goes stale, so a late write from its old holder changes no
-//!   row).
+//! - **Claims run in parallel.** A claim is one `UPDATE` of the claimable job served longest
+//!   ago (`store/sql.rs`), picked `ORDER BY served, id LIMIT 1 FOR UPDATE SKIP LOCKED`: no row
+//!   is locked by every claim, and concurrent claims each take a different job instead of
+//!   queueing behind one another. The fairness bound this leaves is in `Store`'s docs.
+//! - **Leases on the server's clock.** A claim sets `lease_until` from the server's `now()`,
+//!   and a claim whose lease lapsed by the server's `now()` counts as no claim: its job is
+//!   claimable, and the next claim of it is a *rescue* (a new token, so a late write from the
+//!   old holder changes no row). Replicas' clocks need not agree. A lapsed claim on an ended
+//!   job has nothing to rescue: [`next_wakeup`] (called only by idle workers) sweeps those,
+//!   so that the job can be evicted.
 //! - **Fencing.** `complete`, `retry_later`, `release` and `renew` match `in_flight = token`.
 //! - **Wake-ups and events.** Every change to one job (a submit, a claim that starts it, a
 //!   stored target, a retry, a release, a cancel) sends `NOTIFY` on the store's channel
@@ -33,6 +36,8 @@ use crate::hooks::TargetOutcome;
 use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
 use crate::summary::{JobSummary, Progress};
+use crate::store::sql::{self, EVICTABLE, HAS_WORK, IDLE, LIVE, ROTATION};
+pub(super) use crate::store::sql::{from_micros as from_sql, to_micros as to_sql};
 use crate::time::Timestamp;
 
 type Result<T> = std::result::Result<T, PostgresError>;
@@ -42,13 +47,9 @@ const SUBMIT_LOCK: i64 = 0x73_75_62_6d_69_74;
 /// The advisory lock key `evict_oldest` takes ("evict" in ASCII).
 const EVICT_LOCK: i64 = 0x65_76_69_63_74;
 
-pub(super) fn to_sql(t: Timestamp) -> i64 {
-    i64::try_from(t.as_micros()).unwrap_or(i64::MAX)
-}
-
-pub(super) fn from_sql(micros: i64) -> Timestamp {
-    Timestamp::from_micros(u64::try_from(micros).unwrap_or(0))
-}
+/// The server's clock in microseconds since the Unix epoch (its `now()`: the transaction's
+/// start), which stamps and judges leases.
+const SERVER_NOW: &str = "(EXTRACT(EPOCH FROM now()) * 1000000)::BIGINT";
 
 fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
@@ -173,27 +174,19 @@ async fn notify(tx: &Transaction<'_>, channel: &str, note: Note) -> Result<()> {
     Ok(())
 }
 
-/// A job's counts from its row's `total`, `done` and `failed`.
+/// A job's counts from its row's `total`, `done` and `failed` (`INTEGER` columns).
 fn counts(total: i32, done: i32, failed: i32) -> Counts {
-    Counts {
-        pending: (total - done - failed).max(0) as usize,
-        done: done as usize,
-        failed: failed as usize,
-    }
+    sql::counts(total.into(), done.into(), failed.into())
 }
 
 pub(super) async fn live_jobs(tx: &Transaction<'_>) -> Result<usize> {
-    let row = query_opt(
-        tx,
-        "SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running')",
-        &[],
-    )
-    .await?;
+    let sql = format!("SELECT COUNT(*) FROM jobs WHERE {LIVE}");
+    let row = query_opt(tx, &sql, &[]).await?;
     Ok(row.map_or(0, |row| row.get::<_, i64>(0)) as usize)
 }
 
 fn parse_status(word: &str) -> Result<JobStatus> {
-    JobStatus::parse(word).ok_or_else(|| PostgresError::InvalidRow(format!("job status {word:?}")))
+    sql::status(word).map_err(PostgresError::InvalidRow)
 }
 
 pub(super) async fn submit(
@@ -221,12 +214,8 @@ pub(super) async fn submit(
     if live >= job.max_live_jobs {
         return Err(SubmitError::Full);
     }
-    let busy = query_opt(
-        tx,
-        "SELECT id FROM jobs WHERE caller = $1 AND status IN ('queued', 'running')",
-        &[&job.caller.as_str()],
-    )
-    .await?;
+    let busy_sql = format!("SELECT id FROM jobs WHERE caller = $1 AND {LIVE}");
+    let busy = query_opt(tx, &busy_sql, &[&job.caller.as_str()]).await?;
     if let Some(row) = busy {
         return Err(SubmitError::CallerBusy {
             live: JobId::new(row.get::<_, i64>(0) as u64),
@@ -237,8 +226,10 @@ pub(super) async fn submit(
     let total = job.targets.len() as i32;
     let row = query_opt(
         tx,
-        "INSERT INTO jobs (caller, status, created, updated, touched, touch_seq, total, bytes, key)
-         VALUES ($1, 'queued', $2, $2, $2, nextval('touches'), $3, $4, $5) RETURNING id",
+        "INSERT INTO jobs
+             (caller, status, created, updated, touched, touch_seq, total, bytes, key, served)
+         VALUES ($1, 'queued', $2, $2, $2, nextval('touches'), $3, $4, $5, nextval('serves'))
+         RETURNING id",
         &[&job.caller.as_str(), &now, &total, &bytes, &job.key],
     )
     .await?
@@ -262,44 +253,28 @@ pub(super) async fn submit(
     })
 }
 
-/// Takes back every claim whose lease lapsed by `now`; the next claim of each is a rescue.
-async fn rescue_lapsed(tx: &Transaction<'_>, now: i64) -> Result<()> {
-    let rows = query(
-        tx,
-        "UPDATE jobs SET in_flight = NULL, lease_until = NULL, rescue = TRUE,
-             touch_seq = CASE WHEN status IN ('queued', 'running') THEN touch_seq
-                              ELSE nextval('touches') END,
-             touched = CASE WHEN status IN ('queued', 'running') THEN touched ELSE $1 END
-         WHERE in_flight IS NOT NULL AND lease_until <= $1
-         RETURNING id",
-        &[&now],
+/// The claim statement: picks the claimable job served longest ago (`$1` is the caller's
+/// `now`, for retry times; `$2` the lease in microseconds), skipping rows other transactions
+/// hold, claims its next target and stamps it served, in one round trip.
+fn claim_sql() -> String {
+    format!(
+        "WITH pick AS (
+             SELECT id, in_flight IS NOT NULL AS rescued, status = 'queued' AS started
+             FROM jobs
+             WHERE {LIVE} AND {HAS_WORK}
+               AND (in_flight IS NULL OR lease_until <= {SERVER_NOW})
+               AND (retry_at IS NULL OR retry_at <= $1)
+             {ROTATION} LIMIT 1
+             FOR UPDATE SKIP LOCKED)
+         UPDATE jobs AS j SET in_flight = nextval('claim_tokens'),
+             lease_until = {SERVER_NOW} + $2, rescue = FALSE, retry_at = NULL,
+             status = 'running', served = nextval('serves'),
+             updated = CASE WHEN pick.started THEN $1 ELSE j.updated END
+         FROM pick, targets AS t
+         WHERE j.id = pick.id AND t.job = pick.id AND t.idx = j.next
+         RETURNING j.id, j.caller, j.next, j.busy_since, j.in_flight, j.total, j.done, j.failed,
+             pick.rescued, pick.started, t.target"
     )
-    .await?;
-    for row in rows {
-        let job: i64 = row.get(0);
-        tracing::warn!(job, "claim lease lapsed; the target is claimed again");
-    }
-    Ok(())
-}
-
-/// The first ready job at or after `from` in submit order, locked: its id, whether its last
-/// claim lapsed, and whether it is still queued.
-async fn ready_from(
-    tx: &Transaction<'_>,
-    from: i64,
-    now: i64,
-) -> Result<Option<(i64, bool, bool)>> {
-    let row = query_opt(
-        tx,
-        "SELECT id, rescue, status = 'queued' FROM jobs
-         WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total
-           AND id >= $1 AND (retry_at IS NULL OR retry_at <= $2)
-         ORDER BY id LIMIT 1
-         FOR UPDATE SKIP LOCKED",
-        &[&from, &now],
-    )
-    .await?;
-    Ok(row.map(|row| (row.get(0), row.get(1), row.get(2))))
 }
 
 pub(super) async fn claim(
@@ -309,48 +284,26 @@ pub(super) async fn claim(
     lease: Duration,
 ) -> Result<Option<Claim>> {
     let now = to_sql(now);
-    let cursor: i64 = query_opt(tx, "SELECT cursor FROM rotation FOR UPDATE", &[])
-        .await?
-        .ok_or_else(|| PostgresError::InvalidRow("the rotation row is missing".into()))?
-        .get(0);
-    rescue_lapsed(tx, now).await?;
-    let (id, rescued, started) = match ready_from(tx, cursor, now).await? {
-        Some(found) => found,
-        None => match ready_from(tx, 0, now).await? {
-            Some(found) => found,
-            None => return Ok(None),
-        },
+    let Some(row) = query_opt(tx, &claim_sql(), &[&now, &micros(lease)]).await? else {
+        return Ok(None);
     };
-    let until = now.saturating_add(micros(lease));
-    let row = query_opt(
-        tx,
-        "UPDATE jobs SET in_flight = nextval('claim_tokens'), lease_until = $3, rescue = FALSE,
-             retry_at = NULL, status = 'running',
-             updated = CASE status WHEN 'queued' THEN $2 ELSE updated END
-         WHERE id = $1 RETURNING caller, next, busy_since, in_flight, total, done, failed",
-        &[&id, &now, &until],
-    )
-    .await?
-    .ok_or_else(|| PostgresError::InvalidRow("a locked job vanished".into()))?;
-    let caller: String = row.get(0);
-    let index: i32 = row.get(1);
-    let busy_since: Option<i64> = row.get(2);
-    let token: i64 = row.get(3);
+    let id: i64 = row.get(0);
+    let caller: String = row.get(1);
+    let index: i32 = row.get(2);
+    let busy_since: Option<i64> = row.get(3);
+    let token: i64 = row.get(4);
+    let rescued: bool = row.get(8);
+    let started: bool = row.get(9);
+    let target: String = row.get(10);
+    if rescued {
+        tracing::warn!(job = id, "claim lease lapsed; the target is claimed again");
+    }
     if started {
         // Watchers see the start; workers have nothing new to claim.
-        let counts = counts(row.get(4), row.get(5), row.get(6));
+        let counts = counts(row.get(5), row.get(6), row.get(7));
         let progress = Progress::new(JobStatus::Running, counts, None);
         notify(tx, channel, Note::new(false, id, progress)).await?;
     }
-    execute(tx, "UPDATE rotation SET cursor = $1", &[&(id + 1)]).await?;
-    let target: String = query_opt(
-        tx,
-        "SELECT target FROM targets WHERE job = $1 AND idx = $2",
-        &[&id, &index],
-    )
-    .await?
-    .ok_or_else(|| PostgresError::InvalidRow(format!("job {id} has no target {index}")))?
-    .get(0);
     Ok(Some(Claim {
         job: JobId::new(id as u64),
         caller: Caller::new(caller),
@@ -363,18 +316,19 @@ pub(super) async fn claim(
     }))
 }
 
-pub(super) async fn renew(
-    tx: &Transaction<'_>,
-    claim: &Claim,
-    now: Timestamp,
-    lease: Duration,
-) -> Result<bool> {
-    let until = to_sql(now).saturating_add(micros(lease));
+pub(super) async fn renew(tx: &Transaction<'_>, claim: &Claim, lease: Duration) -> Result<bool> {
+    let sql = format!(
+        "UPDATE jobs SET lease_until = GREATEST(lease_until, {SERVER_NOW} + $3)
+         WHERE id = $1 AND in_flight = $2"
+    );
     let n = execute(
         tx,
-        "UPDATE jobs SET lease_until = GREATEST(lease_until, $3)
-         WHERE id = $1 AND in_flight = $2",
-        &[&(claim.job.get() as i64), &(claim.token as i64), &until],
+        &sql,
+        &[
+            &(claim.job.get() as i64),
+            &(claim.token as i64),
+            &micros(lease),
+        ],
     )
     .await?;
     Ok(n == 1)
@@ -547,21 +501,46 @@ pub(super) async fn release(
     end_claim(tx, channel, claim, None, None, to_sql(now)).await
 }
 
-/// The earliest retry time of a job that waits only for it, or lease to lapse.
-pub(super) async fn next_wakeup(tx: &Transaction<'_>) -> Result<Option<Timestamp>> {
-    let row = query_opt(
-        tx,
-        "SELECT LEAST(
+/// Ends every lapsed claim on an ended job (nothing is left to rescue there), so that the
+/// job can be evicted; rows another transaction holds are left to a later sweep.
+async fn sweep_lapsed(tx: &Transaction<'_>, now: i64) -> Result<()> {
+    let sql = format!(
+        "UPDATE jobs SET in_flight = NULL, lease_until = NULL,
+             touch_seq = nextval('touches'), touched = $1
+         WHERE id IN (
+             SELECT id FROM jobs
+             WHERE in_flight IS NOT NULL AND lease_until <= {SERVER_NOW} AND NOT ({LIVE})
+             FOR UPDATE SKIP LOCKED)
+         RETURNING id"
+    );
+    for row in query(tx, &sql, &[&now]).await? {
+        let job: i64 = row.get(0);
+        tracing::warn!(job, "claim lease lapsed on an ended job; the claim is dropped");
+    }
+    Ok(())
+}
+
+/// After sweeping lapsed claims of ended jobs: the earliest retry time of a job that waits
+/// only for it, or, on `now`'s clock, the earliest lease of a live job to lapse.
+pub(super) async fn next_wakeup(tx: &Transaction<'_>, now: Timestamp) -> Result<Option<Timestamp>> {
+    let now = to_sql(now);
+    sweep_lapsed(tx, now).await?;
+    let sql = format!(
+        "SELECT
              (SELECT MIN(retry_at) FROM jobs
-              WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total
-                AND retry_at IS NOT NULL),
-             (SELECT MIN(lease_until) FROM jobs WHERE in_flight IS NOT NULL))",
-        &[],
-    )
-    .await?;
-    Ok(row
-        .and_then(|row| row.get::<_, Option<i64>>(0))
-        .map(from_sql))
+              WHERE {LIVE} AND {IDLE} AND {HAS_WORK} AND retry_at IS NOT NULL),
+             (SELECT MIN(lease_until) FROM jobs WHERE in_flight IS NOT NULL AND {LIVE})
+                 - {SERVER_NOW}"
+    );
+    let Some(row) = query_opt(tx, &sql, &[]).await? else {
+        return Ok(None);
+    };
+    let retry: Option<i64> = row.get(0);
+    // The lease's time left, on the server's clock, is the same time left on the caller's.
+    let lapse: Option<i64> = row
+        .get::<_, Option<i64>>(1)
+        .map(|left| now.saturating_add(left.max(0)));
+    Ok(retry.into_iter().chain(lapse).min().map(from_sql))
 }
 
 /// The job's row if it belongs to `caller`: (status, created, updated).
@@ -715,16 +694,12 @@ pub(super) async fn evict_oldest(tx: &Transaction<'_>, max_bytes: u64) -> Result
     execute(tx, "SELECT pg_advisory_xact_lock($1)", &[&EVICT_LOCK]).await?;
     // Read again under the lock: another replica may have evicted meanwhile.
     bytes = stored_bytes(tx).await?;
+    let oldest_sql = format!(
+        "SELECT id, bytes FROM jobs WHERE {EVICTABLE} ORDER BY touch_seq LIMIT 1
+         FOR UPDATE SKIP LOCKED"
+    );
     while bytes > max_bytes {
-        let row = query_opt(
-            tx,
-            "SELECT id, bytes FROM jobs
-             WHERE status NOT IN ('queued', 'running') AND in_flight IS NULL
-             ORDER BY touch_seq LIMIT 1
-             FOR UPDATE SKIP LOCKED",
-            &[],
-        )
-        .await?;
+        let row = query_opt(tx, &oldest_sql, &[]).await?;
         let Some(row) = row else { break };
         let id: i64 = row.get(0);
         let job_bytes = row.get::<_, i64>(1) as u64;

@@ -74,6 +74,24 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE UNIQUE INDEX jobs_caller_key ON jobs (caller, key) WHERE key IS NOT NULL;
     CREATE INDEX jobs_caller ON jobs (caller, id);
     ",
+    // Version 3: claims that run in parallel, and leases on the server's clock.
+    //
+    // The rotation is "served longest ago first" (`store/sql.rs`): `served` is the job's
+    // service stamp from `serves`, taken at submit and at each claim, and a claim is one
+    // `UPDATE` over `ORDER BY served, id LIMIT 1 FOR UPDATE SKIP LOCKED`, so no row is locked
+    // by every claim. Jobs written before keep their submit order (their id); new stamps start
+    // above every id. `lease_until` is now stamped and judged with the server's `now()`.
+    // The `rotation` row is no longer read; it stays so that replicas of the previous release
+    // keep working beside these during a rolling upgrade.
+    "
+    ALTER TABLE jobs ADD COLUMN served BIGINT NOT NULL DEFAULT 0;
+    UPDATE jobs SET served = id;
+    CREATE SEQUENCE serves;
+    SELECT setval('serves', (SELECT COALESCE(MAX(id), 0) + 1 FROM jobs));
+    DROP INDEX jobs_claimable;
+    CREATE INDEX jobs_claimable ON jobs (served, id)
+        WHERE status IN ('queued', 'running') AND next < total;
+    ",
 ];
 
 /// The schema version this crate writes.

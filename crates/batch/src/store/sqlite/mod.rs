@@ -32,8 +32,8 @@ use thread::ConnectionThread;
 /// that awaits it. Calls run one at a time in the order they were made; calls that arrive
 /// while the thread is busy share the next commit (group commit), each in a savepoint of its
 /// own, and none answers before its commit. The rotation lives in the database too (a partial
-/// index of the claimable jobs in submit order); only its cursor is kept in memory, so a
-/// restarted runner starts the rotation again at the oldest live job.
+/// index of the claimable jobs by service stamp), so a restarted runner goes on with the job
+/// served longest ago.
 ///
 /// # Guarantees
 ///
@@ -43,7 +43,7 @@ use thread::ConnectionThread;
 ///   killed owner's file opens at once in its successor. A dropped store's file opens again
 ///   at once in the same process.
 /// - **Restart.** [`Runner::new`](crate::Runner::new) over a store holding `queued` or
-///   `running` jobs puts them back into the rotation in submit order. Targets already stored
+///   `running` jobs puts them back into the rotation in their service order. Targets already stored
 ///   keep their results and are not fetched again; pending ones are fetched.
 /// - **At-least-once fetch, exactly-once storage.** A target in flight when the process died
 ///   was never stored: it is fetched again after the restart, and its result is stored once.
@@ -412,7 +412,10 @@ impl Store for SqliteStore {
         self.write(move |tx, c| queries::release(tx, c, &claim, now))
     }
 
-    fn next_wakeup(&self) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
+    fn next_wakeup(
+        &self,
+        _now: Timestamp,
+    ) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
         self.read(queries::next_wakeup)
     }
 

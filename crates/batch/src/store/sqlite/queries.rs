@@ -1,11 +1,9 @@
 //! Every store operation as SQL inside one transaction.
 //!
 //! These mirror the in-memory store's state machine (`store/memory/state.rs`) step for step;
-//! the partial indexes of the schema play the part of its `ready` and `finished` sets:
-//!
-//! - *claimable*: live, no claim out, a pending target (`next < total`); it is *ready* when its
-//!   `retry_at` is unset or has come, and *waiting* otherwise.
-//! - *evictable*: ended and no claim out, ordered by `touch_seq`.
+//! the partial indexes of the schema play the part of its `ready` and `finished` sets, and
+//! the predicates are the shared ones of `store/sql.rs` (claimable: ready when its `retry_at`
+//! is unset or has come, waiting otherwise; evictable, by `touch_seq`).
 //!
 //! Every function runs inside the store's open transaction, in a savepoint of its own, with a
 //! copy of the [`Counters`]; the caller keeps both or neither, so a failed step leaves the
@@ -22,34 +20,25 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteError;
 use crate::error::SubmitError;
 use crate::hooks::TargetOutcome;
-use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
+use crate::job::{Caller, Job, JobId, JobStatus, TargetEntry, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
 use crate::summary::{JobSummary, Progress};
 use crate::time::Timestamp;
 
 type Result<T> = std::result::Result<T, SqliteError>;
 
-/// `WHERE` text of a live job; it matches the partial indexes word for word, which is what lets
-/// SQLite use them.
-const LIVE: &str = "status IN ('queued', 'running')";
+use crate::store::sql::{self, EVICTABLE, HAS_WORK, IDLE, LIVE, ROTATION, counts};
+use crate::store::sql::{from_micros as from_sql, to_micros as to_sql};
 
-fn to_sql(t: Timestamp) -> i64 {
-    i64::try_from(t.as_micros()).unwrap_or(i64::MAX)
-}
-
-fn from_sql(micros: i64) -> Timestamp {
-    Timestamp::from_micros(u64::try_from(micros).unwrap_or(0))
-}
-
-/// Counters kept in memory beside the connection, read back from the jobs at open: the
-/// rotation's cursor, the last fencing token and touch sequence, and the bytes stored.
+/// Counters kept in memory beside the connection, read back from the jobs at open: the last
+/// service stamp, fencing token and touch sequence, and the bytes stored.
 ///
 /// Keeping them out of the database saves a statement per step on the hot path. Each is
-/// rebuilt exactly at open (the cursor restarts at the first job, which is the restart rule;
-/// no claim survives [`recover`], so tokens need only grow within a process).
+/// rebuilt exactly at open (no claim survives [`recover`], so tokens need only grow within a
+/// process).
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Counters {
-    cursor: i64,
+    served: i64,
     token: i64,
     touch: i64,
     bytes: i64,
@@ -57,19 +46,24 @@ pub(super) struct Counters {
 
 impl Counters {
     pub(super) fn load(tx: &Connection) -> Result<Self> {
-        let (token, touch, bytes) = tx.query_row(
-            "SELECT COALESCE(MAX(in_flight), 0), COALESCE(MAX(touch_seq), 0),
-                    COALESCE(SUM(bytes), 0)
+        let (served, token, touch, bytes) = tx.query_row(
+            "SELECT COALESCE(MAX(served), 0), COALESCE(MAX(in_flight), 0),
+                    COALESCE(MAX(touch_seq), 0), COALESCE(SUM(bytes), 0)
              FROM jobs",
             [],
-            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
         )?;
         Ok(Self {
-            cursor: 0,
+            served,
             token,
             touch,
             bytes,
         })
+    }
+
+    fn next_served(&mut self) -> i64 {
+        self.served += 1;
+        self.served
     }
 
     fn next_touch(&mut self) -> i64 {
@@ -89,16 +83,7 @@ pub(super) fn live_jobs(tx: &Connection) -> Result<usize> {
 }
 
 fn parse_status(word: &str) -> Result<JobStatus> {
-    JobStatus::parse(word).ok_or_else(|| SqliteError::InvalidRow(format!("job status {word:?}")))
-}
-
-/// A job's counts from its row's `total`, `done` and `failed`.
-fn counts(total: i64, done: i64, failed: i64) -> Counts {
-    Counts {
-        pending: (total - done - failed).max(0) as usize,
-        done: done as usize,
-        failed: failed as usize,
-    }
+    sql::status(word).map_err(SqliteError::InvalidRow)
 }
 
 pub(super) fn submit(
@@ -141,12 +126,13 @@ pub(super) fn submit(
     }
     let bytes: i64 = job.targets.iter().map(|t| t.len() as i64).sum();
     let touch = c.next_touch();
+    let served = c.next_served();
     let now = to_sql(job.now);
     let id: i64 = tx
         .prepare_cached(
             "INSERT INTO jobs
-                 (caller, status, created, updated, touched, touch_seq, total, bytes, key)
-             VALUES (?1, 'queued', ?2, ?2, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+                 (caller, status, created, updated, touched, touch_seq, total, bytes, key, served)
+             VALUES (?1, 'queued', ?2, ?2, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
         )
         .and_then(|mut stmt| {
             stmt.query_row(
@@ -156,7 +142,8 @@ pub(super) fn submit(
                     touch,
                     job.targets.len() as i64,
                     bytes,
-                    job.key
+                    job.key,
+                    served
                 ],
                 |row| row.get(0),
             )
@@ -180,39 +167,34 @@ pub(super) fn submit(
     })
 }
 
-/// The first ready job at or after `from` in submit order, and whether it is still queued.
-fn ready_from(tx: &Connection, from: i64, now: i64) -> Result<Option<(i64, bool)>> {
+/// The ready job served longest ago, and whether it is still queued.
+fn ready(tx: &Connection, now: i64) -> Result<Option<(i64, bool)>> {
     let sql = format!(
         "SELECT id, status = 'queued' FROM jobs
-         WHERE {LIVE} AND in_flight IS NULL AND next < total
-           AND id >= ?1 AND (retry_at IS NULL OR retry_at <= ?2)
-         ORDER BY id LIMIT 1"
+         WHERE {LIVE} AND {IDLE} AND {HAS_WORK} AND (retry_at IS NULL OR retry_at <= ?1)
+         {ROTATION} LIMIT 1"
     );
     Ok(tx
         .prepare_cached(&sql)?
-        .query_row(params![from, now], |row| Ok((row.get(0)?, row.get(1)?)))
+        .query_row(params![now], |row| Ok((row.get(0)?, row.get(1)?)))
         .optional()?)
 }
 
 pub(super) fn claim(tx: &Connection, c: &mut Counters, now: Timestamp) -> Result<Option<Claim>> {
     let now = to_sql(now);
-    let (id, started) = match ready_from(tx, c.cursor, now)? {
-        Some(id) => id,
-        None => match ready_from(tx, 0, now)? {
-            Some(id) => id,
-            None => return Ok(None),
-        },
+    let Some((id, started)) = ready(tx, now)? else {
+        return Ok(None);
     };
     c.token += 1;
     let token = c.token;
-    c.cursor = id + 1;
+    let served = c.next_served();
     let (caller, index, busy_since): (String, i64, Option<i64>) = tx
         .prepare_cached(
-            "UPDATE jobs SET in_flight = ?2, retry_at = NULL, status = 'running',
+            "UPDATE jobs SET in_flight = ?2, retry_at = NULL, status = 'running', served = ?4,
                  updated = CASE status WHEN 'queued' THEN ?3 ELSE updated END
              WHERE id = ?1 RETURNING caller, next, busy_since",
         )?
-        .query_row(params![id, token, now], |row| {
+        .query_row(params![id, token, now, served], |row| {
             Ok((row.get(0)?, row.get(1)?, row.get(2)?))
         })?;
     let target: String = tx
@@ -403,7 +385,7 @@ pub(super) fn recover(tx: &Connection, c: &mut Counters, now: Timestamp) -> Resu
 pub(super) fn next_wakeup(tx: &Connection) -> Result<Option<Timestamp>> {
     let sql = format!(
         "SELECT MIN(retry_at) FROM jobs
-         WHERE {LIVE} AND in_flight IS NULL AND next < total AND retry_at IS NOT NULL"
+         WHERE {LIVE} AND {IDLE} AND {HAS_WORK} AND retry_at IS NOT NULL"
     );
     let at: Option<i64> = tx.prepare_cached(&sql)?.query_row([], |row| row.get(0))?;
     Ok(at.map(from_sql))
@@ -558,12 +540,10 @@ pub(super) fn cancel(
 pub(super) fn evict_oldest(tx: &Connection, c: &mut Counters, max_bytes: u64) -> Result<Evicted> {
     let mut evicted = Evicted::default();
     let mut bytes = c.bytes();
-    let oldest_sql = "SELECT id, bytes FROM jobs
-         WHERE status NOT IN ('queued', 'running') AND in_flight IS NULL
-         ORDER BY touch_seq LIMIT 1";
+    let oldest_sql = format!("SELECT id, bytes FROM jobs WHERE {EVICTABLE} ORDER BY touch_seq LIMIT 1");
     while bytes > max_bytes {
         let Some((id, job_bytes)): Option<(i64, i64)> = tx
-            .prepare_cached(oldest_sql)?
+            .prepare_cached(&oldest_sql)?
             .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
             .optional()?
         else {

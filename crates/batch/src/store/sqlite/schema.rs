@@ -39,7 +39,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
     -- One live job per caller, enforced by the database itself.
     CREATE UNIQUE INDEX jobs_live_caller ON jobs (caller)
         WHERE status IN ('queued', 'running');
-    -- The rotation scans live, idle jobs with a pending target in id (= submit) order.
+    -- The rotation scanned live, idle jobs with a pending target in id (= submit) order
+    -- (version 3 orders them by service instead).
     CREATE INDEX jobs_claimable ON jobs (id)
         WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total;
     -- Eviction takes ended, idle jobs least recently touched first.
@@ -66,6 +67,16 @@ pub(super) const MIGRATIONS: &[&str] = &[
     -- At most one stored job per caller and key; `submit` finds it through this index.
     CREATE UNIQUE INDEX jobs_caller_key ON jobs (caller, key) WHERE key IS NOT NULL;
     CREATE INDEX jobs_caller ON jobs (caller, id);
+    ",
+    // Version 3: the rotation is "served longest ago first" (`store/sql.rs`). `served` is the
+    // job's service stamp, taken at submit and at each claim; jobs written before keep their
+    // submit order (their id), and new stamps start above every id.
+    "
+    ALTER TABLE jobs ADD COLUMN served INTEGER NOT NULL DEFAULT 0;
+    UPDATE jobs SET served = id;
+    DROP INDEX jobs_claimable;
+    CREATE INDEX jobs_claimable ON jobs (served, id)
+        WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total;
     ",
 ];
 

@@ -1,0 +1,84 @@
+//! The decisions both SQL stores share, written once: which rows are live, claimable and
+//! evictable, the rotation's order, and how a row's columns become a [`Counts`] or a
+//! [`JobStatus`].
+//!
+//! The SQLite and PostgreSQL stores build their statements from these fragments (their
+//! placeholders differ, `?1` and `$1`, so the fragments take none), and their schemas' partial
+//! indexes repeat the same predicates word for word: SQLite uses a partial index only when
+//! the query's `WHERE` contains the index's.
+//!
+//! | decision | rule |
+//! |---|---|
+//! | live | `queued` or `running` |
+//! | has work | a pending target: `next < total` (targets are stored in order) |
+//! | claimable | live, has work, no claim out (PostgreSQL: or its lease lapsed), retry time come |
+//! | rotation | the claimable job served longest ago: `ORDER BY served, id` |
+//! | evictable | not live, no claim out; least recently touched first (`touch_seq`) |
+
+use crate::job::{Counts, JobStatus};
+use crate::time::Timestamp;
+
+/// `WHERE` text of a live job.
+pub(crate) const LIVE: &str = "status IN ('queued', 'running')";
+
+/// `WHERE` text of a job with a pending target.
+pub(crate) const HAS_WORK: &str = "next < total";
+
+/// `WHERE` text of a job with no claim out (before a store's lease rule).
+pub(crate) const IDLE: &str = "in_flight IS NULL";
+
+/// `WHERE` text of an ended job with no claim out: what eviction may remove.
+pub(crate) const EVICTABLE: &str = "status NOT IN ('queued', 'running') AND in_flight IS NULL";
+
+/// The rotation: the job served longest ago first (see `Store`'s docs).
+pub(crate) const ROTATION: &str = "ORDER BY served, id";
+
+/// A timestamp as its column value: microseconds since the Unix epoch.
+pub(crate) fn to_micros(t: Timestamp) -> i64 {
+    i64::try_from(t.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// A column value back as a timestamp (a negative one, which no store writes, as the epoch).
+pub(crate) fn from_micros(micros: i64) -> Timestamp {
+    Timestamp::from_micros(u64::try_from(micros).unwrap_or(0))
+}
+
+/// A job's counts from its row's `total`, `done` and `failed`.
+pub(crate) fn counts(total: i64, done: i64, failed: i64) -> Counts {
+    Counts {
+        pending: usize::try_from(total - done - failed).unwrap_or(0),
+        done: usize::try_from(done).unwrap_or(0),
+        failed: usize::try_from(failed).unwrap_or(0),
+    }
+}
+
+/// A `status` column's word as a status; `Err` names the word, for the store's `InvalidRow`.
+pub(crate) fn status(word: &str) -> Result<JobStatus, String> {
+    JobStatus::parse(word).ok_or_else(|| format!("job status {word:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_never_go_negative() {
+        assert_eq!(counts(5, 2, 1).pending, 2);
+        assert_eq!(counts(1, 2, 0).pending, 0);
+    }
+
+    #[test]
+    fn every_status_word_round_trips() {
+        for status in [
+            JobStatus::Queued,
+            JobStatus::Running,
+            JobStatus::Done,
+            JobStatus::Failed,
+            JobStatus::Partial,
+            JobStatus::Cancelled,
+        ] {
+            assert_eq!(super::status(status.as_str()), Ok(status));
+        }
+        assert!(super::status("lost").is_err());
+    }
+}

@@ -2,7 +2,9 @@
 //! `synchronous_commit` on, as in production): the server is restarted with
 //! `pg_ctl restart -m immediate` (no shutdown checkpoint: crash recovery from the WAL) while a
 //! target is in flight. Every target acknowledged before the crash is still stored after it,
-//! the runner carries on by itself, and every target is fetched and stored exactly once.
+//! the runner carries on by itself, and every target is stored exactly once and fetched once,
+//! but for the one in flight: its claim committed without waiting for the disk, so it may be
+//! fetched again (at-least-once fetch).
 //!
 //! On the fast cluster (`synchronous_commit = off`) an immediate restart may drop commits the
 //! server already acknowledged, so this test needs the durable one and skips without it.
@@ -139,8 +141,10 @@ async fn an_immediate_restart_loses_no_acknowledged_target_and_stores_each_once(
         .collect();
     assert_eq!(stored_targets(&url, &schema).await, expected);
 
-    // The runner carries on by itself over fresh connections.
-    go.add_permits((TARGETS - STORED_BEFORE_CRASH) as usize);
+    // The runner carries on by itself over fresh connections. The claim out at the crash
+    // committed without waiting for the disk and may be lost with it: then its target is
+    // fetched once more (one permit more than targets left).
+    go.add_permits((TARGETS - STORED_BEFORE_CRASH) as usize + 1);
     let status = tokio::time::timeout(pg::PATIENCE, ended.recv()).await;
     assert_eq!(status.expect("the job ends"), Some(JobStatus::Done));
     let job = runner.status(&caller, id).await.unwrap();
@@ -152,7 +156,14 @@ async fn an_immediate_restart_loses_no_acknowledged_target_and_stores_each_once(
         let output: u32 = target.state.output().expect("done").unwrap();
         assert_eq!(output, output_of(index as u32), "target {index}");
     }
-    // Exactly once: each target fetched once, and each stored once (one acknowledgement each).
-    assert_eq!(*fetched.lock().unwrap(), targets);
+    // Each target stored exactly once (one acknowledgement each), and fetched once, but for
+    // the one in flight at the crash, which may have been fetched twice in a row.
+    let mut fetched = fetched.lock().unwrap().clone();
+    if fetched.len() == targets.len() + 1 {
+        let again = STORED_BEFORE_CRASH as usize;
+        assert_eq!(fetched[again + 1], STORED_BEFORE_CRASH, "{fetched:?}");
+        fetched.remove(again + 1);
+    }
+    assert_eq!(fetched, targets);
     assert_eq!(acks.stored.load(Ordering::SeqCst), TARGETS as usize);
 }

@@ -52,23 +52,33 @@ use crate::time::Timestamp;
 ///
 /// # Guarantees
 ///
-/// - **One rotation across replicas.** The rotation's cursor is a row every claim locks, so
-///   claims from all replicas follow the one-process round-robin exactly; the job row is taken
-///   `FOR UPDATE SKIP LOCKED`. The price: claims are serialized on that row (one short
-///   transaction each).
+/// - **One rotation across replicas, claims in parallel.** A claim takes the ready job
+///   served longest ago in one statement, `FOR UPDATE SKIP LOCKED`: no row is locked by every
+///   claim, so replicas claim side by side, and the rotation keeps the fairness bound of
+///   [`Store`]'s docs (a claim under way when a job became ready may pass it over once).
 /// - **Leases and fencing.** A claim holds a lease of [`PostgresOptions::lease_ttl`], renewed
 ///   by the runner every third of it while the fetch runs; a slow fetch that keeps renewing is
-///   never fetched twice. A claim whose lease lapsed is taken back by the next claim anywhere
+///   never fetched twice. Leases are stamped and judged by the server's clock (`now()`), so
+///   the replicas' clocks need not agree. A claim whose lease lapsed is taken back by the next
+///   claim anywhere
 ///   (reported through [`Hooks::rescued`](crate::hooks::Hooks::rescued) and `tracing`); every write
 ///   matches the claim's fencing token, so the replica that lost it can never overwrite what
 ///   the new owner stored.
 /// - **A replica dies** (SIGKILL, a lost machine): its targets are fetched again by the others
 ///   after `lease_ttl` (at-least-once fetch), and each result is stored exactly once.
-/// - **Wake-ups**: submit, a stored target, a retry, a release and a cancel send `NOTIFY`; idle
+/// - **The server crashes**: every acknowledged submit, stored result and cancel survives, as
+///   durable as the server's `synchronous_commit` makes them. Claims, renewals, busy retries
+///   and releases commit without waiting for the disk (a claim is half of every target's
+///   commits): one out at the crash may be lost with it, and its target is then fetched
+///   again (at-least-once fetch, as when a replica dies) and stored once.
+/// - **Retry times** are the runners' own clocks (a busy target's wait): replicas whose
+///   clocks disagree shift a retry by the difference, never run a target twice.
+/// - **Wake-ups**: submit, a retry, a release, a cancel and a job's end send `NOTIFY`; idle
 ///   workers of every replica `LISTEN` and claim at once, and claim again at least every
 ///   [`PostgresOptions::poll_interval`] regardless.
-/// - **Events**: each of those `NOTIFY`s, and one for a claim that starts a job, carries the
-///   job's status and counts right after the change; [`Store::events`] receivers get it as a
+/// - **Events**: each of those `NOTIFY`s, one for a claim that starts a job, and one sent
+///   right after each stored target's commit carry the job's status and counts right after
+///   the change; [`Store::events`] receivers get it as a
 ///   [`StoreEvent::Progress`] (from every replica, this one included), and a
 ///   [`StoreEvent::Missed`] whenever the listening connection was (re)opened, since changes
 ///   made while it was not listening are not announced. The listener starts at the first
@@ -274,13 +284,21 @@ impl Store for PostgresStore {
         result: TargetState,
         now: Timestamp,
     ) -> Result<Completion, StoreError> {
-        transaction!(self, |tx| queries::complete(
-            &tx,
-            &self.channel,
-            claim,
-            result,
-            now
-        ))
+        let mut client = self.client().await.map_err(StoreError::from)?;
+        let stored = async {
+            let tx = self.begin(&mut client).await?;
+            let stored = queries::complete(&tx, &self.channel, claim, result, now).await?;
+            tx.commit().await?;
+            Ok::<_, PostgresError>(stored)
+        };
+        let (completion, note) = stored.await.map_err(StoreError::from)?;
+        if let Some(note) = note
+            && let Err(err) = queries::notify_after(&client, &self.channel, note).await
+        {
+            // The result is stored; only other replicas' watchers miss this step.
+            tracing::debug!(%err, "batch postgres store: progress note not sent");
+        }
+        Ok(completion)
     }
 
     async fn retry_later(

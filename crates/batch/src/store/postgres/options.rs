@@ -80,8 +80,8 @@ impl PostgresOptions {
     /// The lease of a claim (default 30 s, from 10 ms to 24 h): a replica that stops renewing
     /// (it died, or its process stalled) loses its claim this long after its last renewal,
     /// and another replica fetches the target again. The runner renews every third of it
-    /// while the fetch runs. Runners compare leases with their own clocks: keep the replicas'
-    /// clock skew well below a third of it.
+    /// while the fetch runs. The server's clock stamps and judges leases, so the replicas'
+    /// clocks need not agree.
     #[must_use]
     pub fn lease_ttl(mut self, ttl: Duration) -> Self {
         self.lease_ttl = ttl;

@@ -15,18 +15,25 @@
 //!   so that the job can be evicted.
 //! - **Fencing.** `complete`, `retry_later`, `release` and `renew` match `in_flight = token`.
 //! - **Wake-ups and events.** Every change to one job (a submit, a claim that starts it, a
-//!   stored target, a retry, a release, a cancel) sends `NOTIFY` on the store's channel
-//!   (delivered at commit) with a compact [`Note`] as payload: whether the change can make a
-//!   job claimable (then idle workers of every replica wake, exactly the changes that sent a
-//!   wake-up before payloads existed), and the job's status and counts right after it. The
-//!   listener (`listen.rs`) turns each into a [`StoreEvent`](crate::store::StoreEvent).
+//!   stored target, a retry, a release, a cancel) sends `NOTIFY` on the store's channel with
+//!   a compact [`Note`] as payload: whether the change can make a job claimable (then idle
+//!   workers of every replica wake), and the job's status and counts right after it. The
+//!   listener (`listen.rs`) turns each into a [`StoreEvent`](crate::store::StoreEvent). A
+//!   stored target of a job that goes on is announced just *after* its commit
+//!   ([`notify_after`]); everything else inside its transaction (delivered at commit).
+//! - **Durability where it is owed.** PostgreSQL serializes the commits of transactions that
+//!   sent `NOTIFY`, flush to disk included; and a claim, a renewal, a busy retry or a release
+//!   lost in a server crash loses no result (the lease and the fencing token make it good).
+//!   So those commit [`relaxed`] (`synchronous_commit` off for that transaction), while
+//!   `submit`, `complete`, `cancel`, `touch` and eviction wait for the disk as the server is
+//!   configured to.
 //! - `submit` and `evict_oldest` take a transaction-level advisory lock each, so `max_live_jobs`
 //!   and the byte budget hold across replicas.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{Object, Transaction};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -256,6 +263,10 @@ pub(super) async fn submit(
 /// The claim statement: picks the claimable job served longest ago (`$1` is the caller's
 /// `now`, for retry times; `$2` the lease in microseconds), skipping rows other transactions
 /// hold, claims its next target and stamps it served, in one round trip.
+///
+/// It also makes its transaction's commit [`relaxed`] (`set_config(…, TRUE)` is `SET LOCAL`
+/// as a function, so it costs no round trip): a claim lost in a server crash is a job not
+/// claimed, and its holder's store is then refused by the fencing token.
 fn claim_sql() -> String {
     format!(
         "WITH pick AS (
@@ -265,12 +276,13 @@ fn claim_sql() -> String {
                AND (in_flight IS NULL OR lease_until <= {SERVER_NOW})
                AND (retry_at IS NULL OR retry_at <= $1)
              {ROTATION} LIMIT 1
-             FOR UPDATE SKIP LOCKED)
+             FOR UPDATE SKIP LOCKED),
+         relaxed AS (SELECT set_config('synchronous_commit', 'off', TRUE))
          UPDATE jobs AS j SET in_flight = nextval('claim_tokens'),
              lease_until = {SERVER_NOW} + $2, rescue = FALSE, retry_at = NULL,
              status = 'running', served = nextval('serves'),
              updated = CASE WHEN pick.started THEN $1 ELSE j.updated END
-         FROM pick, targets AS t
+         FROM pick, relaxed, targets AS t
          WHERE j.id = pick.id AND t.job = pick.id AND t.idx = j.next
          RETURNING j.id, j.caller, j.next, j.busy_since, j.in_flight, j.total, j.done, j.failed,
              pick.rescued, pick.started, t.target"
@@ -321,6 +333,7 @@ pub(super) async fn renew(tx: &Transaction<'_>, claim: &Claim, lease: Duration) 
         "UPDATE jobs SET lease_until = GREATEST(lease_until, {SERVER_NOW} + $3)
          WHERE id = $1 AND in_flight = $2"
     );
+    relaxed(tx).await?;
     let n = execute(
         tx,
         &sql,
@@ -377,27 +390,42 @@ async fn end_claim(
     Ok(true)
 }
 
+/// Stores a claimed target's result in one statement (the job row and the target row), and
+/// ends the job if that was its last target.
+///
+/// Returns the completion and, for a job that goes on, the progress [`Note`] to announce
+/// *after* the commit ([`notify_after`]): a `NOTIFY` in this transaction would hold
+/// PostgreSQL's database-wide notify lock through the commit's flush to disk, serializing
+/// every replica's stores. A job that ended announces itself inside the transaction, so its
+/// end is never lost with a crash. No wake-up is needed for a job that goes on: the worker
+/// that stored it claims again at once.
 pub(super) async fn complete(
     tx: &Transaction<'_>,
     channel: &str,
     claim: &Claim,
     result: TargetState,
     now: Timestamp,
-) -> Result<Completion> {
+) -> Result<(Completion, Option<Note>)> {
     let bytes = result.stored_bytes();
     let (state, output, error, hint) = result
         .to_columns()
         .ok_or_else(|| PostgresError::InvalidRow("a pending result cannot be stored".into()))?;
     let id = claim.job.get() as i64;
     let sql_now = to_sql(now);
-    // Matching the token here is the fencing: a stale claim changes no row.
+    // Matching the token is the fencing: a stale claim changes no row.
     let row = query_opt(
         tx,
-        "UPDATE jobs SET next = next + 1, done = done + $3, failed = failed + $4,
-             busy_since = NULL, bytes = bytes + $5, updated = $6,
-             in_flight = NULL, lease_until = NULL, retry_at = NULL
-         WHERE id = $1 AND in_flight = $2
-         RETURNING status, next, total, done, failed, created",
+        "WITH j AS (
+             UPDATE jobs SET next = next + 1, done = done + $3, failed = failed + $4,
+                 busy_since = NULL, bytes = bytes + $5, updated = $6,
+                 in_flight = NULL, lease_until = NULL, retry_at = NULL
+             WHERE id = $1 AND in_flight = $2
+             RETURNING id, status, next, total, done, failed, created),
+         t AS (
+             UPDATE targets SET state = $7, output = $8, error = $9, hint = $10
+             FROM j WHERE targets.job = j.id AND targets.idx = j.next - 1
+             RETURNING 1)
+         SELECT status, next, total, done, failed, created, (SELECT COUNT(*) FROM t) FROM j",
         &[
             &id,
             &(claim.token as i64),
@@ -405,11 +433,15 @@ pub(super) async fn complete(
             &i32::from(state == "failed"),
             &(bytes as i64),
             &sql_now,
+            &state,
+            &output,
+            &error,
+            &hint,
         ],
     )
     .await?;
     let Some(row) = row else {
-        return Ok(Completion::Stale);
+        return Ok((Completion::Stale, None));
     };
     let status: String = row.get(0);
     let next: i32 = row.get(1);
@@ -417,13 +449,12 @@ pub(super) async fn complete(
     let done: i32 = row.get(3);
     let failed: i32 = row.get(4);
     let created: i64 = row.get(5);
-    execute(
-        tx,
-        "UPDATE targets SET state = $3, output = $4, error = $5, hint = $6
-         WHERE job = $1 AND idx = $2",
-        &[&id, &(next - 1), &state, &output, &error, &hint],
-    )
-    .await?;
+    if row.get::<_, i64>(6) != 1 {
+        return Err(PostgresError::InvalidRow(format!(
+            "job {id} has no target {}",
+            next - 1
+        )));
+    }
     let found = parse_status(&status)?;
     let was_live = found.is_live();
     let mut ended = None;
@@ -443,19 +474,25 @@ pub(super) async fn complete(
     let after_status = ended.map_or(found, |(settled, _)| settled);
     let progress = Progress::new(after_status, counts, Some(((next - 1) as usize, outcome)));
     let over = !was_live || ended.is_some();
-    // Only a job that goes on is claimable again, possibly by another replica.
-    notify(tx, channel, Note::new(!over, id, progress)).await?;
-    if over {
-        // The job is over and idle now: it enters the eviction order as the latest touched.
-        execute(
-            tx,
-            "UPDATE jobs SET status = COALESCE($2, status), touch_seq = nextval('touches'),
-                 touched = $3
-             WHERE id = $1",
-            &[&id, &status, &sql_now],
-        )
-        .await?;
+    let note = Note::new(false, id, progress);
+    if !over {
+        let completion = Completion::Stored {
+            bytes,
+            ended: None,
+            progress,
+        };
+        return Ok((completion, Some(note)));
     }
+    notify(tx, channel, note).await?;
+    // The job is over and idle now: it enters the eviction order as the latest touched.
+    execute(
+        tx,
+        "UPDATE jobs SET status = COALESCE($2, status), touch_seq = nextval('touches'),
+             touched = $3
+         WHERE id = $1",
+        &[&id, &status, &sql_now],
+    )
+    .await?;
     let ended = match ended {
         Some((status, after)) => Some(Ended {
             job: claim.job,
@@ -466,11 +503,38 @@ pub(super) async fn complete(
         }),
         None => None,
     };
-    Ok(Completion::Stored {
-        bytes,
-        ended,
-        progress,
-    })
+    Ok((
+        Completion::Stored {
+            bytes,
+            ended,
+            progress,
+        },
+        None,
+    ))
+}
+
+/// Sends `note` on `channel` in a transaction of its own that does not wait for its commit
+/// to reach the disk: the store it announces committed already, and a note lost with a crash
+/// is superseded by the job's next one (its end is announced durably, by `complete`).
+pub(super) async fn notify_after(client: &Object, channel: &str, note: Note) -> Result<()> {
+    // Both texts are ours: a validated channel name, and words of letters and digits.
+    client
+        .batch_execute(&format!(
+            "BEGIN; SET LOCAL synchronous_commit TO OFF;
+             SELECT pg_notify('{channel}', '{}'); COMMIT",
+            note.payload()
+        ))
+        .await?;
+    Ok(())
+}
+
+/// Lets the running transaction commit without waiting for its commit record to reach the
+/// disk: for calls whose loss in a server crash changes no stored result (a claim, a lease
+/// renewal, a busy retry, a release), which a lapsed lease or the fencing token make good.
+pub(super) async fn relaxed(tx: &Transaction<'_>) -> Result<()> {
+    tx.batch_execute("SET LOCAL synchronous_commit TO OFF")
+        .await?;
+    Ok(())
 }
 
 pub(super) async fn retry_later(
@@ -481,6 +545,7 @@ pub(super) async fn retry_later(
     at: Timestamp,
     now: Timestamp,
 ) -> Result<bool> {
+    relaxed(tx).await?;
     end_claim(
         tx,
         channel,
@@ -498,6 +563,7 @@ pub(super) async fn release(
     claim: &Claim,
     now: Timestamp,
 ) -> Result<bool> {
+    relaxed(tx).await?;
     end_claim(tx, channel, claim, None, None, to_sql(now)).await
 }
 

@@ -1,0 +1,632 @@
+//! The reference store: the [`Store`](batch::store::Store) trait's documented rules, written
+//! as plainly as possible, for `tests/spec.rs` to hold every real store against.
+//!
+//! It is written from the trait's documentation (`src/store/mod.rs`), not from any store: one
+//! `Vec` of jobs in submit order, scanned from the start by every call, with nothing cached
+//! that can be computed (counts, bytes and the live-job count are recounted on every read).
+//! It is slow on purpose; the point is that each rule reads as one short, obviously right
+//! function, so a disagreement with a real store is a question about the store (or about
+//! the docs), never about an index that drifted.
+//!
+//! Each method mirrors the `Store` call of the same name, takes the same arguments, and
+//! returns the same answer. Where the crate's answer types cannot be built outside it
+//! (`Submitted`, `Claim`, `Ended`, `Completion` and `CancelOutcome` are `#[non_exhaustive]`
+//! or carry such a type), this module declares a plain copy with the same fields, and the
+//! spec translates each store's answer into it before comparing.
+//!
+//! # The rules, as modelled here
+//!
+//! - **Rotation.** Every job carries a service stamp from one store-wide counter, set at its
+//!   submit and again at each claim of it. A claim picks, among the *ready* jobs (live, a
+//!   pending target, no current claim, and no retry time still to come), the one with the
+//!   smallest stamp, claims its first pending target, marks it `running` (reporting
+//!   `started` if it was `queued`), and stamps it.
+//! - **Fencing.** Each claim gets a fresh token; `renew`, `complete`, `retry_later` and
+//!   `release` act only under the job's current token, and any of the last three ends the
+//!   claim.
+//! - **Leases** (only with [`Rules::lease`]). A claim's lease ends `lease` after its claim,
+//!   and a renew moves the end to `now + lease` (never earlier). A claim whose lease end has
+//!   come (`end <= now`) is taken back by the next `claim`, before it picks: its token goes
+//!   stale and its job's next claim reports `rescued`; a taken-back claim on a cancelled job
+//!   simply ends. Until then it is still current (a late `renew` or `complete` still works).
+//! - **Recover.** A store owned by one process ([`Rules::recover_frees_claims`]) frees every
+//!   claim (its holder is gone; the next claim is not a rescue); a shared store leaves claims
+//!   to their leases. Either way it answers the live-job count.
+//! - **Eviction order.** A job's touch time is the latest of its submit, its last `touch`,
+//!   and the moment it became evictable (ended with no claim out: a cancel of an idle job, the
+//!   completion that ends it, or the end of the claim a cancelled job still had out). Ties are
+//!   impossible: one counter orders them all. When one claim takes back several lapsed claims
+//!   of cancelled jobs, they become evictable in order of lease end, then submit order.
+//! - **Wake-ups.** [`Reference::next_wakeup`] is the earliest lease end of a current claim or
+//!   the earliest retry time still to come of a job that waits only for it. A retry time that
+//!   has already come is not a wake-up of its own here, since such a job is simply ready;
+//!   [`Reference::passed_retries`] lists those times, which a store may still report (the
+//!   docs allow any time at or before now when a claim now finds work).
+
+use std::time::Duration;
+
+use batch::store::{Evicted, NewJob, Timestamp};
+use batch::{
+    Caller, Counts, Job, JobId, JobStatus, JobSummary, Progress, TargetEntry, TargetOutcome,
+    TargetState,
+};
+
+/// What differs between stores, as far as the rules go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// The lease a claim holds without renewal, judged on the callers' clock; `None` when
+    /// claims never lapse within a test (no lease, or one far longer than any test).
+    pub lease: Option<Duration>,
+    /// `recover` frees every claim (a store owned by one process); otherwise it leaves them
+    /// to their leases (a shared store).
+    pub recover_frees_claims: bool,
+}
+
+/// [`batch::store::Submitted`], as the reference answers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Submitted {
+    /// The job's id: new, or the caller's stored job with the same key.
+    pub id: JobId,
+    /// Live jobs right after.
+    pub live_jobs: usize,
+    /// The caller had a job stored with the same key; nothing was added.
+    pub existing: bool,
+}
+
+/// The refusals of [`batch::SubmitError`] that a store itself decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// `max_live_jobs` jobs are live already.
+    Full,
+    /// The caller has a live job already: this one.
+    CallerBusy {
+        /// The caller's live job.
+        live: JobId,
+    },
+}
+
+/// [`batch::store::Claim`], as the reference hands it out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The job.
+    pub job: JobId,
+    /// Its caller.
+    pub caller: Caller,
+    /// The target's index.
+    pub index: usize,
+    /// The target, as JSON.
+    pub target_json: String,
+    /// The fencing token (the reference counts from 1).
+    pub token: u64,
+    /// When this target first came back busy, if it has.
+    pub busy_since: Option<Timestamp>,
+    /// This claim takes over one whose lease lapsed.
+    pub rescued: bool,
+    /// This claim moved its job from `queued` to `running`.
+    pub started: bool,
+}
+
+/// [`batch::store::Ended`], as the reference reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    /// The job.
+    pub job: JobId,
+    /// Its terminal status.
+    pub status: JobStatus,
+    /// Its counts when it ended.
+    pub counts: Counts,
+    /// How long after its submit it ended.
+    pub after: Duration,
+    /// Live jobs right after.
+    pub live_jobs: usize,
+}
+
+/// [`batch::store::Completion`], as the reference reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// The result is stored.
+    Stored {
+        /// The bytes it added.
+        bytes: u64,
+        /// Set when the job ended now.
+        ended: Option<Ended>,
+        /// The job right after.
+        progress: Progress,
+    },
+    /// The claim is not current: nothing was stored.
+    Stale,
+}
+
+/// [`batch::store::CancelOutcome`], as the reference reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// No such job for this caller.
+    NotFound,
+    /// The job had ended already.
+    Terminal,
+    /// The job is cancelled now.
+    Cancelled(Ended),
+}
+
+/// The claim a job has out.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    token: u64,
+    /// When it lapses unless renewed; `None` without leases.
+    lease_end: Option<Timestamp>,
+}
+
+/// One stored job.
+#[derive(Debug, Clone)]
+struct Entry {
+    id: JobId,
+    caller: Caller,
+    key: Option<String>,
+    status: JobStatus,
+    created: Timestamp,
+    updated: Timestamp,
+    targets: Vec<String>,
+    /// One per target; `Pending` until stored.
+    results: Vec<TargetState>,
+    held: Option<Held>,
+    /// Its last claim was taken back after its lease lapsed: the next claim is a rescue.
+    rescue: bool,
+    busy_since: Option<Timestamp>,
+    retry_at: Option<Timestamp>,
+    /// When it was last served (submit or claim), on the store-wide service counter.
+    served: u64,
+    /// Its touch time, on the store-wide touch counter.
+    touched: u64,
+}
+
+impl Entry {
+    fn counts(&self) -> Counts {
+        let count = |word: &str| self.results.iter().filter(|r| r.word() == word).count();
+        Counts::new(count("pending"), count("done"), count("failed"))
+    }
+
+    fn bytes(&self) -> u64 {
+        let targets: usize = self.targets.iter().map(String::len).sum();
+        targets as u64
+            + self
+                .results
+                .iter()
+                .map(TargetState::stored_bytes)
+                .sum::<u64>()
+    }
+
+    fn first_pending(&self) -> Option<usize> {
+        self.results
+            .iter()
+            .position(|r| matches!(r, TargetState::Pending))
+    }
+
+    fn summary(&self) -> JobSummary {
+        JobSummary::new(
+            self.id,
+            self.status,
+            self.counts(),
+            self.created.to_system_time(),
+            self.updated.to_system_time(),
+        )
+    }
+
+    /// Ready at `now`: live, a pending target, no claim out, no retry time still to come.
+    fn ready(&self, now: Timestamp) -> bool {
+        self.status.is_live()
+            && self.first_pending().is_some()
+            && self.held.is_none()
+            && self.retry_at.is_none_or(|at| at <= now)
+    }
+
+    fn holds(&self, claim: &Claim) -> bool {
+        self.held.is_some_and(|held| held.token == claim.token)
+    }
+}
+
+/// The reference store: see the module docs.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    rules: Rules,
+    /// Every stored job, in submit order.
+    jobs: Vec<Entry>,
+    last_id: u64,
+    last_token: u64,
+    last_served: u64,
+    last_touch: u64,
+}
+
+impl Reference {
+    /// An empty store under `rules`.
+    pub fn new(rules: Rules) -> Self {
+        Self {
+            rules,
+            jobs: Vec::new(),
+            last_id: 0,
+            last_token: 0,
+            last_served: 0,
+            last_touch: 0,
+        }
+    }
+
+    fn next_served(&mut self) -> u64 {
+        self.last_served += 1;
+        self.last_served
+    }
+
+    fn next_touch(&mut self) -> u64 {
+        self.last_touch += 1;
+        self.last_touch
+    }
+
+    fn find(&self, id: JobId) -> Option<usize> {
+        self.jobs.iter().position(|j| j.id == id)
+    }
+
+    /// `caller`'s job `id`: another caller's job is as absent as a missing one.
+    fn own(&self, id: JobId, caller: &Caller) -> Option<usize> {
+        self.find(id).filter(|&i| self.jobs[i].caller == *caller)
+    }
+
+    /// The job `claim` is for, if `claim` is still its current claim.
+    fn current(&self, claim: &Claim) -> Option<usize> {
+        self.find(claim.job).filter(|&i| self.jobs[i].holds(claim))
+    }
+
+    /// Live (queued or running) jobs now.
+    pub fn live_jobs(&self) -> usize {
+        self.jobs.iter().filter(|j| j.status.is_live()).count()
+    }
+
+    /// Bytes stored now: every job's target JSON and stored results.
+    pub fn stored_bytes(&self) -> u64 {
+        self.jobs.iter().map(Entry::bytes).sum()
+    }
+
+    /// The live jobs, in submit order, with their callers.
+    pub fn live(&self) -> Vec<(JobId, Caller)> {
+        self.jobs
+            .iter()
+            .filter(|j| j.status.is_live())
+            .map(|j| (j.id, j.caller.clone()))
+            .collect()
+    }
+
+    /// The tokens of the claims out now, in submit order of their jobs.
+    pub fn claims_out(&self) -> Vec<u64> {
+        self.jobs
+            .iter()
+            .filter_map(|j| j.held.map(|h| h.token))
+            .collect()
+    }
+
+    /// Whether `claim` is its job's current claim now.
+    pub fn is_current(&self, claim: &Claim) -> bool {
+        self.current(claim).is_some()
+    }
+
+    /// Ends the claim of job `i`: it is ready again, or waits for `retry_at`; a job that is no
+    /// longer live becomes evictable now, which counts as its touch.
+    fn end_claim(&mut self, i: usize, retry_at: Option<Timestamp>) {
+        self.jobs[i].held = None;
+        self.jobs[i].retry_at = retry_at;
+        if !self.jobs[i].status.is_live() {
+            self.jobs[i].touched = self.next_touch();
+        }
+    }
+
+    /// As [`Store::recover`](batch::store::Store::recover).
+    pub fn recover(&mut self, _now: Timestamp) -> usize {
+        if self.rules.recover_frees_claims {
+            for i in 0..self.jobs.len() {
+                if self.jobs[i].held.is_some() {
+                    let retry_at = self.jobs[i].retry_at;
+                    self.end_claim(i, retry_at);
+                }
+            }
+        }
+        self.live_jobs()
+    }
+
+    /// As [`Store::submit`](batch::store::Store::submit): the key first, then `Full`, then
+    /// `CallerBusy`.
+    pub fn submit(&mut self, job: NewJob) -> Result<Submitted, Refusal> {
+        if let Some(key) = &job.key {
+            let same = self
+                .jobs
+                .iter()
+                .find(|j| j.caller == job.caller && j.key.as_ref() == Some(key));
+            if let Some(same) = same {
+                return Ok(Submitted {
+                    id: same.id,
+                    live_jobs: self.live_jobs(),
+                    existing: true,
+                });
+            }
+        }
+        if self.live_jobs() >= job.max_live_jobs {
+            return Err(Refusal::Full);
+        }
+        let busy = self
+            .jobs
+            .iter()
+            .find(|j| j.caller == job.caller && j.status.is_live());
+        if let Some(busy) = busy {
+            return Err(Refusal::CallerBusy { live: busy.id });
+        }
+        assert!(
+            !job.targets.is_empty(),
+            "a store is never given a job without targets (the runner refuses it)"
+        );
+        self.last_id += 1;
+        let id = JobId::new(self.last_id);
+        let served = self.next_served();
+        let touched = self.next_touch();
+        self.jobs.push(Entry {
+            id,
+            caller: job.caller,
+            key: job.key,
+            status: JobStatus::Queued,
+            created: job.now,
+            updated: job.now,
+            results: vec![TargetState::Pending; job.targets.len()],
+            targets: job.targets,
+            held: None,
+            rescue: false,
+            busy_since: None,
+            retry_at: None,
+            served,
+            touched,
+        });
+        Ok(Submitted {
+            id,
+            live_jobs: self.live_jobs(),
+            existing: false,
+        })
+    }
+
+    /// As [`Store::claim`](batch::store::Store::claim): takes back lapsed claims, then
+    /// claims the ready job served longest ago.
+    pub fn claim(&mut self, now: Timestamp) -> Option<Claim> {
+        let mut lapsed: Vec<(Timestamp, usize)> = self
+            .jobs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, j)| {
+                let end = j.held?.lease_end?;
+                (end <= now).then_some((end, i))
+            })
+            .collect();
+        lapsed.sort();
+        for (_, i) in lapsed {
+            self.jobs[i].rescue = true;
+            let retry_at = self.jobs[i].retry_at;
+            self.end_claim(i, retry_at);
+        }
+        let i = (0..self.jobs.len())
+            .filter(|&i| self.jobs[i].ready(now))
+            .min_by_key(|&i| self.jobs[i].served)?;
+        self.last_token += 1;
+        let token = self.last_token;
+        let served = self.next_served();
+        let lease_end = self.rules.lease.map(|lease| now.saturating_add(lease));
+        let job = &mut self.jobs[i];
+        let index = job
+            .first_pending()
+            .expect("a ready job has a pending target");
+        let started = job.status == JobStatus::Queued;
+        if started {
+            job.status = JobStatus::Running;
+            job.updated = now;
+        }
+        job.held = Some(Held { token, lease_end });
+        job.retry_at = None;
+        job.served = served;
+        Some(Claim {
+            job: job.id,
+            caller: job.caller.clone(),
+            index,
+            target_json: job.targets[index].clone(),
+            token,
+            busy_since: job.busy_since,
+            rescued: std::mem::take(&mut job.rescue),
+            started,
+        })
+    }
+
+    /// As [`Store::renew`](batch::store::Store::renew).
+    pub fn renew(&mut self, claim: &Claim, now: Timestamp) -> bool {
+        let Some(i) = self.current(claim) else {
+            return false;
+        };
+        if let (Some(lease), Some(held)) = (self.rules.lease, &mut self.jobs[i].held)
+            && let Some(end) = &mut held.lease_end
+        {
+            *end = (*end).max(now.saturating_add(lease));
+        }
+        true
+    }
+
+    /// As [`Store::complete`](batch::store::Store::complete).
+    pub fn complete(&mut self, claim: &Claim, result: TargetState, now: Timestamp) -> Completion {
+        let Some(i) = self.current(claim) else {
+            return Completion::Stale;
+        };
+        let outcome = match result {
+            TargetState::Done { .. } => TargetOutcome::Done,
+            TargetState::Failed { .. } => TargetOutcome::Failed,
+            _ => panic!("a store is never asked to store a pending result"),
+        };
+        let bytes = result.stored_bytes();
+        let job = &mut self.jobs[i];
+        let index = job
+            .first_pending()
+            .expect("a claimed job has a pending target");
+        assert_eq!(
+            index, claim.index,
+            "a claim is for the first pending target"
+        );
+        job.results[index] = result;
+        job.busy_since = None;
+        job.updated = now;
+        let counts = job.counts();
+        let ends = job.status.is_live() && counts.pending == 0;
+        if ends {
+            job.status = match (counts.done, counts.failed) {
+                (_, 0) => JobStatus::Done,
+                (0, _) => JobStatus::Failed,
+                _ => JobStatus::Partial,
+            };
+        }
+        let progress = Progress::new(job.status, counts, Some((index, outcome)));
+        self.end_claim(i, None);
+        let job = &self.jobs[i];
+        let ended = ends.then(|| Ended {
+            job: job.id,
+            status: job.status,
+            counts,
+            after: now.saturating_since(job.created),
+            live_jobs: self.live_jobs(),
+        });
+        Completion::Stored {
+            bytes,
+            ended,
+            progress,
+        }
+    }
+
+    /// As [`Store::retry_later`](batch::store::Store::retry_later).
+    pub fn retry_later(
+        &mut self,
+        claim: &Claim,
+        busy_since: Timestamp,
+        at: Timestamp,
+        _now: Timestamp,
+    ) -> bool {
+        let Some(i) = self.current(claim) else {
+            return false;
+        };
+        self.jobs[i].busy_since = Some(busy_since);
+        self.end_claim(i, Some(at));
+        true
+    }
+
+    /// As [`Store::release`](batch::store::Store::release).
+    pub fn release(&mut self, claim: &Claim, _now: Timestamp) -> bool {
+        let Some(i) = self.current(claim) else {
+            return false;
+        };
+        self.end_claim(i, None);
+        true
+    }
+
+    /// As [`Store::next_wakeup`](batch::store::Store::next_wakeup): the earliest lease end
+    /// of a claim out (with leases), or retry time still to come of a job that waits only for
+    /// it.
+    pub fn next_wakeup(&self, now: Timestamp) -> Option<Timestamp> {
+        let leases = self
+            .jobs
+            .iter()
+            .filter_map(|j| j.held.and_then(|h| h.lease_end));
+        let retries = self
+            .jobs
+            .iter()
+            .filter(|j| j.status.is_live() && j.held.is_none() && j.first_pending().is_some())
+            .filter_map(|j| j.retry_at)
+            .filter(|&at| at > now);
+        leases.chain(retries).min()
+    }
+
+    /// The retry times that have come (`<= now`) of jobs that are ready because of it: a
+    /// store may still report one from `next_wakeup`, since a claim now finds that job.
+    pub fn passed_retries(&self, now: Timestamp) -> Vec<Timestamp> {
+        self.jobs
+            .iter()
+            .filter(|j| j.ready(now))
+            .filter_map(|j| j.retry_at)
+            .collect()
+    }
+
+    /// As [`Store::status`](batch::store::Store::status).
+    pub fn status(&self, id: JobId, caller: &Caller) -> Option<Job> {
+        let job = &self.jobs[self.own(id, caller)?];
+        let targets = job
+            .targets
+            .iter()
+            .zip(&job.results)
+            .map(|(target, state)| TargetEntry::new(target.clone(), state.clone()))
+            .collect();
+        Some(Job::new(
+            job.id,
+            job.status,
+            job.created.to_system_time(),
+            job.updated.to_system_time(),
+            targets,
+        ))
+    }
+
+    /// As [`Store::summary`](batch::store::Store::summary).
+    pub fn summary(&self, id: JobId, caller: &Caller) -> Option<JobSummary> {
+        Some(self.jobs[self.own(id, caller)?].summary())
+    }
+
+    /// As [`Store::jobs`](batch::store::Store::jobs): in submit order.
+    pub fn jobs(&self, caller: &Caller) -> Vec<JobSummary> {
+        self.jobs
+            .iter()
+            .filter(|j| j.caller == *caller)
+            .map(Entry::summary)
+            .collect()
+    }
+
+    /// As [`Store::touch`](batch::store::Store::touch).
+    pub fn touch(&mut self, id: JobId, caller: &Caller, _now: Timestamp) -> bool {
+        let Some(i) = self.own(id, caller) else {
+            return false;
+        };
+        self.jobs[i].touched = self.next_touch();
+        true
+    }
+
+    /// As [`Store::cancel`](batch::store::Store::cancel): a claim out stays out.
+    pub fn cancel(&mut self, id: JobId, caller: &Caller, now: Timestamp) -> CancelOutcome {
+        let Some(i) = self.own(id, caller) else {
+            return CancelOutcome::NotFound;
+        };
+        if !self.jobs[i].status.is_live() {
+            return CancelOutcome::Terminal;
+        }
+        self.jobs[i].status = JobStatus::Cancelled;
+        self.jobs[i].updated = now;
+        if self.jobs[i].held.is_none() {
+            self.jobs[i].touched = self.next_touch();
+        }
+        let job = &self.jobs[i];
+        CancelOutcome::Cancelled(Ended {
+            job: job.id,
+            status: JobStatus::Cancelled,
+            counts: job.counts(),
+            after: now.saturating_since(job.created),
+            live_jobs: self.live_jobs(),
+        })
+    }
+
+    /// As [`Store::evict_oldest`](batch::store::Store::evict_oldest): ended jobs with no
+    /// claim out, least recently touched first, while the stored bytes exceed `max_bytes`.
+    pub fn evict_oldest(&mut self, max_bytes: u64) -> Evicted {
+        let mut evicted = Evicted::default();
+        while self.stored_bytes() > max_bytes {
+            let oldest = (0..self.jobs.len())
+                .filter(|&i| !self.jobs[i].status.is_live() && self.jobs[i].held.is_none())
+                .min_by_key(|&i| self.jobs[i].touched);
+            let Some(i) = oldest else {
+                break;
+            };
+            let bytes = self.jobs.remove(i).bytes();
+            evicted.jobs += 1;
+            evicted.bytes += bytes;
+            evicted.largest = evicted.largest.max(bytes);
+        }
+        evicted
+    }
+}

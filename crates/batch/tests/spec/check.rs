@@ -1,0 +1,652 @@
+//! Runs one sequence of [`Op`]s against the [`Reference`] and a real [`Store`] side by side,
+//! comparing every answer.
+//!
+//! Ids and tokens are the stores' own business: each store's job ids are mapped to the
+//! reference's at submit (the n-th new job of one is the n-th of the other), and tokens are
+//! only checked to increase from claim to claim. Everything else must be equal: submits and
+//! refusals, every field of a claim, completions, cancels, snapshots, summaries, job lists,
+//! evictions, recovers, and (within what the docs allow; see [`wakeup_agrees`]) wake-ups.
+//!
+//! After the sequence, a drain cancels every live job, releases every claim out and evicts
+//! everything, comparing those answers too; so every sequence ends on an empty store, and one
+//! store can serve the next sequence (that is how the PostgreSQL spec avoids a schema per
+//! sequence).
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use batch::store::{self, Evicted, NewJob, Store, Timestamp};
+use batch::{Caller, Job, JobId, JobSummary, SubmitError, TargetState};
+
+use super::ops::{Asker, Budget, CALLERS, ClaimPick, JobPick, KEYS, Op, Outcome};
+use super::reference::{
+    CancelOutcome, Claim, Completion, Ended, Reference, Refusal, Rules, Submitted,
+};
+
+/// An id no store mints in a test (and the reference never does): "no such job".
+const GHOST: JobId = JobId::new(1 << 40);
+/// What a store's id translates to when it matches no job the sequence submitted.
+const UNKNOWN: JobId = JobId::new(u64::MAX);
+
+/// How `next_wakeup` is compared for a store.
+#[derive(Debug, Clone, Copy)]
+pub enum Wakeups {
+    /// Always, exactly (within [`wakeup_agrees`]).
+    Exact,
+    /// Only while no claim is out (the store converts lease ends from another clock), and a
+    /// fallback poll time up to `poll` ahead is accepted in place of a later (or no) wake-up.
+    WhenIdle {
+        /// The store's fallback poll interval.
+        poll: Duration,
+    },
+}
+
+/// One store under test: its name (for messages) and how the rules apply to it.
+#[derive(Debug, Clone, Copy)]
+pub struct Flavor {
+    /// Shown in failure messages.
+    pub name: &'static str,
+    /// The rules the reference follows for it.
+    pub rules: Rules,
+    /// How its wake-ups are compared.
+    pub wakeups: Wakeups,
+}
+
+/// A claim without its token: what must be equal between the reference and a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Granted {
+    job: JobId,
+    caller: Caller,
+    index: usize,
+    target_json: String,
+    busy_since: Option<Timestamp>,
+    rescued: bool,
+    started: bool,
+}
+
+impl From<&Claim> for Granted {
+    fn from(c: &Claim) -> Self {
+        Self {
+            job: c.job,
+            caller: c.caller.clone(),
+            index: c.index,
+            target_json: c.target_json.clone(),
+            busy_since: c.busy_since,
+            rescued: c.rescued,
+            started: c.started,
+        }
+    }
+}
+
+/// One answer, the reference's or a store's (its ids translated to the reference's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// `submit`.
+    Submit(Result<Submitted, Refusal>),
+    /// `claim`.
+    Claim(Option<Granted>),
+    /// `renew`, `retry_later`, `release` or `touch`.
+    Bool(bool),
+    /// `complete`.
+    Completion(Completion),
+    /// `cancel`.
+    Cancel(CancelOutcome),
+    /// `status`.
+    Status(Option<Job>),
+    /// `summary`.
+    Summary(Option<JobSummary>),
+    /// `jobs`.
+    Jobs(Vec<JobSummary>),
+    /// `next_wakeup`.
+    Wakeup(Option<Timestamp>),
+    /// `evict_oldest`.
+    Evicted(Evicted),
+    /// `recover`.
+    Recovered(usize),
+}
+
+/// One sequence in progress.
+struct Session<'a, S> {
+    store: &'a S,
+    flavor: Flavor,
+    reference: Reference,
+    now: Timestamp,
+    /// Every job submitted: (reference id, store id, caller), in submit order.
+    jobs: Vec<(JobId, JobId, Caller)>,
+    /// Every claim handed out: the reference's and the store's, in claim order.
+    claims: Vec<(Claim, store::Claim)>,
+    /// The store's last token.
+    last_token: Option<u64>,
+    /// What ran so far, with the reference's answers.
+    trace: Vec<String>,
+    submits: usize,
+    /// When the sequence started.
+    start: Timestamp,
+}
+
+/// Runs `ops` from time `start` against the reference and `store`, then drains both; returns
+/// the time the sequence ended at, or a message showing the sequence and both answers.
+pub async fn check<S: Store>(
+    store: &S,
+    flavor: Flavor,
+    ops: &[Op],
+    start: Timestamp,
+) -> Result<Timestamp, String> {
+    let mut session = Session {
+        store,
+        flavor,
+        reference: Reference::new(flavor.rules),
+        now: start,
+        jobs: Vec::new(),
+        claims: Vec::new(),
+        last_token: None,
+        trace: Vec::new(),
+        submits: 0,
+        start,
+    };
+    let outcome = session.run(ops).await;
+    outcome.map_err(|why| {
+        let mut text = format!(
+            "{}: {why}\n\nthe sequence ({} ops):\n",
+            flavor.name,
+            ops.len()
+        );
+        for (i, op) in ops.iter().enumerate() {
+            text.push_str(&format!("  {i:>2}: {op:?}\n"));
+        }
+        text.push_str("\nwhat ran, with the reference's answers:\n");
+        for line in &session.trace {
+            text.push_str(&format!("  {line}\n"));
+        }
+        text
+    })?;
+    Ok(session.now)
+}
+
+/// A store call's failure, as a message.
+fn failed(call: &str, err: impl Debug) -> String {
+    format!("the store failed a {call}: {err:?}")
+}
+
+/// Whether a store's `next_wakeup` answer `got` is one the docs allow, given the reference's
+/// `expected` (earliest lease end, or retry time still to come) and its `passed` retry
+/// times: the expected time; or a retry time that has come of a job a claim now finds (no
+/// later than the expected one, as the earliest); or, for a store with a fallback poll, a
+/// time after now, within the poll, before the expected one.
+pub fn wakeup_agrees(
+    expected: Option<Timestamp>,
+    passed: &[Timestamp],
+    got: Option<Timestamp>,
+    now: Timestamp,
+    wakeups: Wakeups,
+) -> bool {
+    if got == expected {
+        return true;
+    }
+    let Some(at) = got else {
+        return false;
+    };
+    let before_expected = expected.is_none_or(|e| at <= e);
+    if passed.contains(&at) && before_expected {
+        return true;
+    }
+    match wakeups {
+        Wakeups::Exact => false,
+        Wakeups::WhenIdle { poll } => {
+            at > now && at <= now.saturating_add(poll) && expected.is_none_or(|e| at < e)
+        }
+    }
+}
+
+impl<S: Store> Session<'_, S> {
+    async fn run(&mut self, ops: &[Op]) -> Result<(), String> {
+        for (step, op) in ops.iter().enumerate() {
+            self.step(step, op).await?;
+        }
+        self.drain().await
+    }
+
+    /// The reference id of the store's job `id`.
+    fn ref_id(&self, id: JobId) -> JobId {
+        if id == GHOST {
+            return GHOST;
+        }
+        self.jobs
+            .iter()
+            .find(|(_, s, _)| *s == id)
+            .map_or(UNKNOWN, |(r, _, _)| *r)
+    }
+
+    fn ended(&self, e: &store::Ended) -> Ended {
+        Ended {
+            job: self.ref_id(e.job),
+            status: e.status,
+            counts: e.counts,
+            after: e.after,
+            live_jobs: e.live_jobs,
+        }
+    }
+
+    fn granted(&self, c: &store::Claim) -> Granted {
+        Granted {
+            job: self.ref_id(c.job),
+            caller: c.caller.clone(),
+            index: c.index,
+            target_json: c.target_json.to_string(),
+            busy_since: c.busy_since,
+            rescued: c.rescued,
+            started: c.started,
+        }
+    }
+
+    fn summary(&self, s: JobSummary) -> JobSummary {
+        JobSummary::new(self.ref_id(s.id), s.status, s.counts, s.created, s.updated)
+    }
+
+    /// The claim `pick` names, by its position in `claims`; `None` before any claim.
+    fn pick_claim(&self, pick: ClaimPick) -> Option<usize> {
+        if self.claims.is_empty() {
+            return None;
+        }
+        let current: Vec<usize> = (0..self.claims.len())
+            .filter(|&k| self.reference.is_current(&self.claims[k].0))
+            .collect();
+        Some(if pick.current && !current.is_empty() {
+            current[pick.index.index(current.len())]
+        } else {
+            pick.index.index(self.claims.len())
+        })
+    }
+
+    /// The job `pick` names: (reference id, store id, asker).
+    fn pick_job(&self, pick: JobPick) -> (JobId, JobId, Caller) {
+        let (ref_id, store_id, owner) = match pick.job {
+            Some(index) if !self.jobs.is_empty() => self.jobs[index.index(self.jobs.len())].clone(),
+            _ => (GHOST, GHOST, Caller::new(CALLERS[0])),
+        };
+        let asker = match pick.asker {
+            Asker::Owner => owner,
+            Asker::Caller(n) => Caller::new(CALLERS[n]),
+        };
+        (ref_id, store_id, asker)
+    }
+
+    fn compare(&mut self, what: String, expected: Answer, got: Answer) -> Result<(), String> {
+        let agree = expected == got;
+        self.trace.push(format!("{what} -> {expected:?}"));
+        if agree {
+            Ok(())
+        } else {
+            Err(format!(
+                "the store disagrees at {what}\n  reference: {expected:?}\n  store:     {got:?}"
+            ))
+        }
+    }
+
+    async fn step(&mut self, step: usize, op: &Op) -> Result<(), String> {
+        let now = self.now;
+        let at = format!(
+            "step {step} (t+{}ms)",
+            now.saturating_since(self.start).as_millis()
+        );
+        match op {
+            Op::Submit {
+                caller,
+                targets,
+                key,
+                max_live_jobs,
+            } => {
+                let caller = Caller::new(CALLERS[*caller]);
+                self.submits += 1;
+                let targets: Vec<String> = targets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, pad)| format!("\"{caller}{}.{i}{}\"", self.submits, "x".repeat(*pad)))
+                    .collect();
+                let mut job = NewJob::new(caller.clone(), targets, now, *max_live_jobs);
+                if let Some(k) = key {
+                    job = job.with_key(KEYS[*k]);
+                }
+                let what = format!("{at}: submit {job:?}");
+                let expected = self.reference.submit(job.clone());
+                let got = match self.store.submit(job).await {
+                    Ok(s) => {
+                        if let Ok(new) = expected
+                            && !new.existing
+                            && !s.existing
+                            && self.ref_id(s.id) == UNKNOWN
+                        {
+                            self.jobs.push((new.id, s.id, caller));
+                        }
+                        Ok(Submitted {
+                            id: self.ref_id(s.id),
+                            live_jobs: s.live_jobs,
+                            existing: s.existing,
+                        })
+                    }
+                    Err(SubmitError::Full) => Err(Refusal::Full),
+                    Err(SubmitError::CallerBusy { live }) => Err(Refusal::CallerBusy {
+                        live: self.ref_id(live),
+                    }),
+                    Err(err) => return Err(failed("submit", err)),
+                };
+                self.compare(what, Answer::Submit(expected), Answer::Submit(got))
+            }
+            Op::Claim => {
+                let what = format!("{at}: claim");
+                let expected = self.reference.claim(now);
+                let got = self
+                    .store
+                    .claim(now)
+                    .await
+                    .map_err(|e| failed("claim", e))?;
+                let answer = got.as_ref().map(|c| self.granted(c));
+                self.compare(
+                    what,
+                    Answer::Claim(expected.as_ref().map(Granted::from)),
+                    Answer::Claim(answer),
+                )?;
+                if let (Some(mine), Some(theirs)) = (expected, got) {
+                    if self.last_token.is_some_and(|last| theirs.token <= last) {
+                        return Err(format!(
+                            "{at}: the store's token {} does not follow its last, {:?}",
+                            theirs.token, self.last_token
+                        ));
+                    }
+                    self.last_token = Some(theirs.token);
+                    self.claims.push((mine, theirs));
+                }
+                Ok(())
+            }
+            Op::Renew(pick) => {
+                let Some(k) = self.pick_claim(*pick) else {
+                    return self.nothing(at, op);
+                };
+                let (mine, theirs) = &self.claims[k];
+                let what = format!(
+                    "{at}: renew claim #{k} (job {}, token {})",
+                    mine.job, mine.token
+                );
+                let expected = self.reference.renew(mine, now);
+                let got = self
+                    .store
+                    .renew(theirs, now)
+                    .await
+                    .map_err(|e| failed("renew", e))?;
+                self.compare(what, Answer::Bool(expected), Answer::Bool(got))
+            }
+            Op::Complete(pick, outcome) => {
+                let Some(k) = self.pick_claim(*pick) else {
+                    return self.nothing(at, op);
+                };
+                let result = match *outcome {
+                    Outcome::Done { len } => TargetState::Done {
+                        output_json: format!("\"{}\"", "o".repeat(len)),
+                    },
+                    Outcome::Failed { len, hint } => TargetState::Failed {
+                        error: "e".repeat(len),
+                        hint: hint.then(|| "try later".to_owned()),
+                    },
+                };
+                let (mine, theirs) = self.claims[k].clone();
+                let what = format!(
+                    "{at}: complete claim #{k} (job {}, target {}, token {}) with {result:?}",
+                    mine.job, mine.index, mine.token
+                );
+                let expected = self.reference.complete(&mine, result.clone(), now);
+                let got = match self
+                    .store
+                    .complete(&theirs, result, now)
+                    .await
+                    .map_err(|e| failed("complete", e))?
+                {
+                    store::Completion::Stored {
+                        bytes,
+                        ended,
+                        progress,
+                    } => Completion::Stored {
+                        bytes,
+                        ended: ended.as_ref().map(|e| self.ended(e)),
+                        progress,
+                    },
+                    store::Completion::Stale => Completion::Stale,
+                    other => return Err(format!("{at}: an unknown completion {other:?}")),
+                };
+                self.compare(what, Answer::Completion(expected), Answer::Completion(got))
+            }
+            Op::RetryLater(pick, wait_ms) => {
+                let Some(k) = self.pick_claim(*pick) else {
+                    return self.nothing(at, op);
+                };
+                let (mine, theirs) = self.claims[k].clone();
+                let busy_since = mine.busy_since.unwrap_or(now);
+                let retry_at = now.saturating_add(Duration::from_millis(*wait_ms));
+                let what = format!(
+                    "{at}: retry_later claim #{k} (job {}, token {}) busy since {busy_since:?}, \
+                     at {retry_at:?}",
+                    mine.job, mine.token
+                );
+                let expected = self.reference.retry_later(&mine, busy_since, retry_at, now);
+                let got = self
+                    .store
+                    .retry_later(&theirs, busy_since, retry_at, now)
+                    .await
+                    .map_err(|e| failed("retry_later", e))?;
+                self.compare(what, Answer::Bool(expected), Answer::Bool(got))
+            }
+            Op::Release(pick) => {
+                let Some(k) = self.pick_claim(*pick) else {
+                    return self.nothing(at, op);
+                };
+                let (mine, theirs) = self.claims[k].clone();
+                let what = format!(
+                    "{at}: release claim #{k} (job {}, token {})",
+                    mine.job, mine.token
+                );
+                let expected = self.reference.release(&mine, now);
+                let got = self
+                    .store
+                    .release(&theirs, now)
+                    .await
+                    .map_err(|e| failed("release", e))?;
+                self.compare(what, Answer::Bool(expected), Answer::Bool(got))
+            }
+            Op::Cancel(pick) => {
+                let (ref_id, store_id, asker) = self.pick_job(*pick);
+                let what = format!("{at}: cancel job {ref_id} as {asker}");
+                let expected = self.reference.cancel(ref_id, &asker, now);
+                let got = match self
+                    .store
+                    .cancel(store_id, &asker, now)
+                    .await
+                    .map_err(|e| failed("cancel", e))?
+                {
+                    store::CancelOutcome::NotFound => CancelOutcome::NotFound,
+                    store::CancelOutcome::Terminal => CancelOutcome::Terminal,
+                    store::CancelOutcome::Cancelled(e) => CancelOutcome::Cancelled(self.ended(&e)),
+                };
+                self.compare(what, Answer::Cancel(expected), Answer::Cancel(got))
+            }
+            Op::Touch(pick) => {
+                let (ref_id, store_id, asker) = self.pick_job(*pick);
+                let what = format!("{at}: touch job {ref_id} as {asker}");
+                let expected = self.reference.touch(ref_id, &asker, now);
+                let got = self
+                    .store
+                    .touch(store_id, &asker, now)
+                    .await
+                    .map_err(|e| failed("touch", e))?;
+                self.compare(what, Answer::Bool(expected), Answer::Bool(got))
+            }
+            Op::Status(pick) => {
+                let (ref_id, store_id, asker) = self.pick_job(*pick);
+                let what = format!("{at}: status of job {ref_id} as {asker}");
+                let expected = self.reference.status(ref_id, &asker);
+                let got = self
+                    .store
+                    .status(store_id, &asker)
+                    .await
+                    .map_err(|e| failed("status", e))?
+                    .map(|mut job| {
+                        job.id = self.ref_id(job.id);
+                        job
+                    });
+                self.compare(what, Answer::Status(expected), Answer::Status(got))
+            }
+            Op::Summary(pick) => {
+                let (ref_id, store_id, asker) = self.pick_job(*pick);
+                let what = format!("{at}: summary of job {ref_id} as {asker}");
+                let expected = self.reference.summary(ref_id, &asker);
+                let got = self
+                    .store
+                    .summary(store_id, &asker)
+                    .await
+                    .map_err(|e| failed("summary", e))?
+                    .map(|s| self.summary(s));
+                self.compare(what, Answer::Summary(expected), Answer::Summary(got))
+            }
+            Op::Jobs(n) => self.jobs_of(&at, &Caller::new(CALLERS[*n])).await,
+            Op::NextWakeup => self.wakeup(&at).await,
+            Op::Evict(budget) => {
+                let stored = self.reference.stored_bytes();
+                let max_bytes = match *budget {
+                    Budget::Zero => 0,
+                    Budget::Unlimited => u64::MAX,
+                    Budget::Keep => stored,
+                    Budget::Free(bytes) => stored.saturating_sub(bytes),
+                };
+                self.evict(&at, max_bytes).await
+            }
+            Op::Recover => {
+                let what = format!("{at}: recover");
+                let expected = self.reference.recover(now);
+                let got = self
+                    .store
+                    .recover(now)
+                    .await
+                    .map_err(|e| failed("recover", e))?;
+                self.compare(what, Answer::Recovered(expected), Answer::Recovered(got))
+            }
+            Op::Advance(ms) => {
+                self.now = now.saturating_add(Duration::from_millis(*ms));
+                self.trace.push(format!("{at}: the clock moves {ms} ms"));
+                Ok(())
+            }
+        }
+    }
+
+    fn nothing(&mut self, at: String, op: &Op) -> Result<(), String> {
+        self.trace
+            .push(format!("{at}: {op:?}: no claim yet, nothing called"));
+        Ok(())
+    }
+
+    async fn jobs_of(&mut self, at: &str, caller: &Caller) -> Result<(), String> {
+        let what = format!("{at}: jobs of {caller}");
+        let expected = self.reference.jobs(caller);
+        let got = self
+            .store
+            .jobs(caller)
+            .await
+            .map_err(|e| failed("jobs", e))?
+            .into_iter()
+            .map(|s| self.summary(s))
+            .collect();
+        self.compare(what, Answer::Jobs(expected), Answer::Jobs(got))
+    }
+
+    async fn evict(&mut self, at: &str, max_bytes: u64) -> Result<(), String> {
+        let what = format!(
+            "{at}: evict_oldest to {max_bytes} bytes (stored: {})",
+            self.reference.stored_bytes()
+        );
+        let expected = self.reference.evict_oldest(max_bytes);
+        let got = self
+            .store
+            .evict_oldest(max_bytes)
+            .await
+            .map_err(|e| failed("evict_oldest", e))?;
+        self.compare(what, Answer::Evicted(expected), Answer::Evicted(got))
+    }
+
+    async fn wakeup(&mut self, at: &str) -> Result<(), String> {
+        let now = self.now;
+        let what = format!("{at}: next_wakeup");
+        let expected = self.reference.next_wakeup(now);
+        let passed = self.reference.passed_retries(now);
+        let got = next_wakeup(self.store, now)
+            .await
+            .map_err(|e| failed("next_wakeup", e))?;
+        if matches!(self.flavor.wakeups, Wakeups::WhenIdle { .. })
+            && !self.reference.claims_out().is_empty()
+        {
+            self.trace
+                .push(format!("{what} -> {got:?} (not compared: a claim is out)"));
+            return Ok(());
+        }
+        if wakeup_agrees(expected, &passed, got, now, self.flavor.wakeups) {
+            self.trace.push(format!(
+                "{what} -> {got:?} (reference: {expected:?}, passed retries {passed:?})"
+            ));
+            Ok(())
+        } else {
+            self.compare(what, Answer::Wakeup(expected), Answer::Wakeup(got))
+        }
+    }
+
+    /// Cancels every live job, releases every claim out and evicts everything, comparing each
+    /// answer; then every caller's job list must be empty.
+    async fn drain(&mut self) -> Result<(), String> {
+        let now = self.now;
+        for (ref_id, caller) in self.reference.live() {
+            let store_id = self
+                .jobs
+                .iter()
+                .find(|(r, _, _)| *r == ref_id)
+                .map(|(_, s, _)| *s)
+                .expect("every live job was submitted in the sequence");
+            let what = format!("drain: cancel job {ref_id}");
+            let expected = self.reference.cancel(ref_id, &caller, now);
+            let got = match self
+                .store
+                .cancel(store_id, &caller, now)
+                .await
+                .map_err(|e| failed("cancel", e))?
+            {
+                store::CancelOutcome::NotFound => CancelOutcome::NotFound,
+                store::CancelOutcome::Terminal => CancelOutcome::Terminal,
+                store::CancelOutcome::Cancelled(e) => CancelOutcome::Cancelled(self.ended(&e)),
+            };
+            self.compare(what, Answer::Cancel(expected), Answer::Cancel(got))?;
+        }
+        for k in 0..self.claims.len() {
+            let (mine, theirs) = self.claims[k].clone();
+            if !self.reference.is_current(&mine) {
+                continue;
+            }
+            let what = format!("drain: release claim #{k} (job {})", mine.job);
+            let expected = self.reference.release(&mine, now);
+            let got = self
+                .store
+                .release(&theirs, now)
+                .await
+                .map_err(|e| failed("release", e))?;
+            self.compare(what, Answer::Bool(expected), Answer::Bool(got))?;
+        }
+        self.evict("drain", 0).await?;
+        self.wakeup("drain").await?;
+        for caller in CALLERS {
+            self.jobs_of("drain", &Caller::new(caller)).await?;
+        }
+        assert_eq!(self.reference.stored_bytes(), 0, "the reference drained");
+        Ok(())
+    }
+}
+
+/// `store.next_wakeup` at `now`.
+async fn next_wakeup<S: Store>(
+    store: &S,
+    now: Timestamp,
+) -> Result<Option<Timestamp>, batch::StoreError> {
+    store.next_wakeup(now).await
+}

@@ -1,0 +1,200 @@
+//! The operations a spec sequence is made of, and the proptest strategies that generate them.
+//!
+//! An operation names its claim or job by position ([`Index`]) in what the sequence has
+//! produced so far, not by id or token: stores mint ids and tokens their own way, and a
+//! position stays meaningful when proptest shrinks the sequence by dropping operations.
+
+use proptest::prelude::*;
+use proptest::sample::Index;
+
+/// Callers the sequences use; every op picks one of these by position.
+pub const CALLERS: [&str; 3] = ["ann", "bob", "cy"];
+
+/// Idempotency keys the sequences use.
+pub const KEYS: [&str; 2] = ["k0", "k1"];
+
+/// Which claim an operation uses.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimPick {
+    /// Pick among the claims still current (by the reference), if there are any; else among
+    /// every claim handed out so far, stale ones included.
+    pub current: bool,
+    /// The position among those.
+    pub index: Index,
+}
+
+/// Who asks about a job.
+#[derive(Debug, Clone, Copy)]
+pub enum Asker {
+    /// The job's own caller.
+    Owner,
+    /// `CALLERS[n]`, who may or may not own it.
+    Caller(usize),
+}
+
+/// Which job an operation names, and who asks.
+#[derive(Debug, Clone, Copy)]
+pub struct JobPick {
+    /// A job submitted earlier in the sequence (evicted ones included), by position; `None`
+    /// names an id no store ever minted.
+    pub job: Option<Index>,
+    /// Who asks.
+    pub asker: Asker,
+}
+
+/// A result to store.
+#[derive(Debug, Clone, Copy)]
+pub enum Outcome {
+    /// `Done` with an output of `len` characters inside its JSON quotes.
+    Done {
+        /// The output's length.
+        len: usize,
+    },
+    /// `Failed` with an error of `len` characters, and a hint if `hint`.
+    Failed {
+        /// The error's length.
+        len: usize,
+        /// Whether a hint comes with it.
+        hint: bool,
+    },
+}
+
+/// The budget an eviction gets.
+#[derive(Debug, Clone, Copy)]
+pub enum Budget {
+    /// Remove every ended, idle job.
+    Zero,
+    /// `u64::MAX`: remove nothing.
+    Unlimited,
+    /// Exactly the bytes stored now: remove nothing.
+    Keep,
+    /// The bytes stored now less this many: remove the oldest until they fit.
+    Free(u64),
+}
+
+/// One call (or a step of the clock) in a sequence.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// `submit` a job of `CALLERS[caller]`, one target per entry of `targets` (its extra
+    /// length), with key `KEYS[k]` if `key` is `Some(k)`, refused when `max_live_jobs` are
+    /// live.
+    Submit {
+        /// The caller.
+        caller: usize,
+        /// Each target's extra length (the sizes vary the stored bytes).
+        targets: Vec<usize>,
+        /// The idempotency key, if any.
+        key: Option<usize>,
+        /// The `max_live_jobs` limit.
+        max_live_jobs: usize,
+    },
+    /// `claim`.
+    Claim,
+    /// `renew` a claim.
+    Renew(ClaimPick),
+    /// `complete` a claim with a result.
+    Complete(ClaimPick, Outcome),
+    /// `retry_later` a claim, ready again `wait_ms` from now, first busy at the claim's own
+    /// `busy_since` or now (what the runner passes).
+    RetryLater(ClaimPick, u64),
+    /// `release` a claim.
+    Release(ClaimPick),
+    /// `cancel` a job.
+    Cancel(JobPick),
+    /// `touch` a job.
+    Touch(JobPick),
+    /// `status` of a job.
+    Status(JobPick),
+    /// `summary` of a job.
+    Summary(JobPick),
+    /// `jobs` of `CALLERS[n]`.
+    Jobs(usize),
+    /// `next_wakeup`.
+    NextWakeup,
+    /// `evict_oldest` with a budget.
+    Evict(Budget),
+    /// `recover`.
+    Recover,
+    /// The clock moves this many milliseconds forward.
+    Advance(u64),
+}
+
+fn claim_pick() -> impl Strategy<Value = ClaimPick> {
+    (proptest::bool::weighted(0.8), any::<Index>())
+        .prop_map(|(current, index)| ClaimPick { current, index })
+}
+
+fn job_pick() -> impl Strategy<Value = JobPick> {
+    let job = prop_oneof![12 => any::<Index>().prop_map(Some), 1 => Just(None)];
+    let asker = prop_oneof![
+        4 => Just(Asker::Owner),
+        1 => (0..CALLERS.len()).prop_map(Asker::Caller),
+    ];
+    (job, asker).prop_map(|(job, asker)| JobPick { job, asker })
+}
+
+fn outcome() -> impl Strategy<Value = Outcome> {
+    prop_oneof![
+        3 => (0usize..12).prop_map(|len| Outcome::Done { len }),
+        1 => (0usize..12, any::<bool>()).prop_map(|(len, hint)| Outcome::Failed { len, hint }),
+    ]
+}
+
+fn budget() -> impl Strategy<Value = Budget> {
+    prop_oneof![
+        2 => Just(Budget::Zero),
+        1 => Just(Budget::Unlimited),
+        1 => Just(Budget::Keep),
+        4 => (1u64..40).prop_map(Budget::Free),
+    ]
+}
+
+/// Milliseconds a step of the clock or a retry wait takes: often a round number, so that a
+/// retry time or lease end and `now` meet exactly.
+fn millis() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        1 => Just(0u64),
+        2 => Just(500u64),
+        2 => Just(1_000u64),
+        1 => Just(2_000u64),
+        2 => 1u64..3_000,
+    ]
+}
+
+/// One operation, weighted so that jobs get submitted, claimed and finished often.
+pub fn op() -> impl Strategy<Value = Op> {
+    let submit = (
+        0..CALLERS.len(),
+        proptest::collection::vec(0usize..6, 1..=3),
+        prop_oneof![2 => Just(None), 1 => (0..KEYS.len()).prop_map(Some)],
+        prop_oneof![1 => 1usize..=3, 2 => Just(10usize)],
+    )
+        .prop_map(|(caller, targets, key, max_live_jobs)| Op::Submit {
+            caller,
+            targets,
+            key,
+            max_live_jobs,
+        });
+    prop_oneof![
+        8 => submit,
+        10 => Just(Op::Claim),
+        2 => claim_pick().prop_map(Op::Renew),
+        8 => (claim_pick(), outcome()).prop_map(|(c, o)| Op::Complete(c, o)),
+        3 => (claim_pick(), millis()).prop_map(|(c, ms)| Op::RetryLater(c, ms)),
+        2 => claim_pick().prop_map(Op::Release),
+        2 => job_pick().prop_map(Op::Cancel),
+        1 => job_pick().prop_map(Op::Touch),
+        1 => job_pick().prop_map(Op::Status),
+        1 => job_pick().prop_map(Op::Summary),
+        1 => (0..CALLERS.len()).prop_map(Op::Jobs),
+        3 => Just(Op::NextWakeup),
+        2 => budget().prop_map(Op::Evict),
+        1 => Just(Op::Recover),
+        5 => millis().prop_map(Op::Advance),
+    ]
+}
+
+/// A sequence of up to `max_len` operations.
+pub fn sequence(max_len: usize) -> impl Strategy<Value = Vec<Op>> {
+    proptest::collection::vec(op(), 1..=max_len)
+}

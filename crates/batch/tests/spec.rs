@@ -52,7 +52,7 @@ use std::time::Duration;
 use batch::store::{MemoryStore, Store, Timestamp};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRunner};
 
-use spec::check::{Flavor, Wakeups, check};
+use spec::check::{Coverage, Flavor, Wakeups, check};
 use spec::reference::Rules;
 
 /// Where the first sequence's clock starts (a date in 2023, in microseconds); each later
@@ -91,7 +91,8 @@ fn runtime() -> tokio::runtime::Runtime {
 /// Runs [`CASES`] sequences (64 under `TEST_SCALE=small`) of up to `max_ops` operations
 /// against the reference and a store from `open`, on `runtime`; a store is kept for the next
 /// sequence if `keep` and the sequence passed. Panics with the shrunk sequence and both
-/// answers on a disagreement.
+/// answers on a disagreement, and (at full scale) if some kind of answer never came up (see
+/// [`Coverage`]).
 fn run_spec<S: Store>(
     flavor: Flavor,
     max_ops: usize,
@@ -109,12 +110,19 @@ fn run_spec<S: Store>(
     };
     let kept: RefCell<Option<S>> = RefCell::new(None);
     let clock = Cell::new(START);
+    let coverage = RefCell::new(Coverage::default());
     let mut runner = TestRunner::new(config);
     let outcome = runner.run(&spec::ops::sequence(max_ops), |ops| {
         let store = kept.take().unwrap_or_else(&open);
         let start = clock.get().saturating_add(Duration::from_secs(1));
         let end = runtime
-            .block_on(check(&store, flavor, &ops, start))
+            .block_on(check(
+                &store,
+                &mut coverage.borrow_mut(),
+                flavor,
+                &ops,
+                start,
+            ))
             .map_err(TestCaseError::fail)?;
         clock.set(end);
         if keep {
@@ -129,6 +137,17 @@ fn run_spec<S: Store>(
         }
         Err(TestError::Abort(why)) => panic!("the spec aborted: {why}"),
     }
+    let coverage = coverage.into_inner();
+    println!("{}: {cases} sequences; answers by kind:", flavor.name);
+    for (kind, count) in &coverage.0 {
+        println!("  {count:>6}  {kind}");
+    }
+    let missing = coverage.missing(flavor.rules.lease.is_some());
+    assert!(
+        small() || missing.is_empty(),
+        "{}: the sequences never reached {missing:?}",
+        flavor.name
+    );
 }
 
 /// The in-memory store without leases, a fresh one per sequence.

@@ -12,6 +12,7 @@
 //! store can serve the next sequence (that is how the PostgreSQL spec avoids a schema per
 //! sequence).
 
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::time::Duration;
 
@@ -85,8 +86,14 @@ pub enum Answer {
     Submit(Result<Submitted, Refusal>),
     /// `claim`.
     Claim(Option<Granted>),
-    /// `renew`, `retry_later`, `release` or `touch`.
-    Bool(bool),
+    /// `renew`.
+    Renewed(bool),
+    /// `retry_later`.
+    Retried(bool),
+    /// `release`.
+    Released(bool),
+    /// `touch`.
+    Touched(bool),
     /// `complete`.
     Completion(Completion),
     /// `cancel`.
@@ -105,9 +112,115 @@ pub enum Answer {
     Recovered(usize),
 }
 
+impl Answer {
+    /// What kind of answer this is, for [`Coverage`]: each kind names a rule the sequences
+    /// should reach.
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Submit(Ok(s)) if s.existing => "submit: the same key's job",
+            Self::Submit(Ok(_)) => "submit: a new job",
+            Self::Submit(Err(Refusal::Full)) => "submit: full",
+            Self::Submit(Err(Refusal::CallerBusy { .. })) => "submit: caller busy",
+            Self::Claim(None) => "claim: nothing ready",
+            Self::Claim(Some(c)) if c.rescued => "claim: a rescue",
+            Self::Claim(Some(c)) if c.started => "claim: starts its job",
+            Self::Claim(Some(c)) if c.busy_since.is_some() => "claim: a busy target again",
+            Self::Claim(Some(_)) => "claim: a running job",
+            Self::Renewed(true) => "renew: current",
+            Self::Renewed(false) => "renew: stale",
+            Self::Retried(true) => "retry_later: current",
+            Self::Retried(false) => "retry_later: stale",
+            Self::Released(true) => "release: current",
+            Self::Released(false) => "release: stale",
+            Self::Touched(true) => "touch: found",
+            Self::Touched(false) => "touch: not found",
+            Self::Completion(Completion::Stale) => "complete: stale",
+            Self::Completion(Completion::Stored { ended: Some(_), .. }) => "complete: ends its job",
+            Self::Completion(Completion::Stored { progress, .. }) if !progress.status.is_live() => {
+                "complete: into a cancelled job"
+            }
+            Self::Completion(Completion::Stored { .. }) => "complete: more to do",
+            Self::Cancel(CancelOutcome::NotFound) => "cancel: not found",
+            Self::Cancel(CancelOutcome::Terminal) => "cancel: already ended",
+            Self::Cancel(CancelOutcome::Cancelled(_)) => "cancel: cancelled",
+            Self::Status(None) | Self::Summary(None) => "status or summary: not found",
+            Self::Status(Some(_)) | Self::Summary(Some(_)) => "status or summary: found",
+            Self::Jobs(jobs) if jobs.is_empty() => "jobs: none",
+            Self::Jobs(_) => "jobs: some",
+            Self::Wakeup(None) => "next_wakeup: none",
+            Self::Wakeup(Some(_)) => "next_wakeup: a time",
+            Self::Evicted(e) if e.jobs == 0 => "evict_oldest: nothing",
+            Self::Evicted(_) => "evict_oldest: some jobs",
+            Self::Recovered(_) => "recover",
+        }
+    }
+}
+
+/// How often each kind of answer (see [`Answer::kind`]) came up over a whole run: a
+/// generator that stops reaching a rule would otherwise pass in silence.
+#[derive(Debug, Default)]
+pub struct Coverage(pub BTreeMap<&'static str, u64>);
+
+impl Coverage {
+    fn count(&mut self, answer: &Answer) {
+        *self.0.entry(answer.kind()).or_default() += 1;
+    }
+
+    /// The kinds every run must reach; `leases` adds the rescue.
+    pub fn required(leases: bool) -> Vec<&'static str> {
+        let mut kinds = vec![
+            "submit: the same key's job",
+            "submit: a new job",
+            "submit: full",
+            "submit: caller busy",
+            "claim: nothing ready",
+            "claim: starts its job",
+            "claim: a busy target again",
+            "claim: a running job",
+            "renew: current",
+            "renew: stale",
+            "retry_later: current",
+            "retry_later: stale",
+            "release: current",
+            "release: stale",
+            "touch: found",
+            "touch: not found",
+            "complete: stale",
+            "complete: ends its job",
+            "complete: into a cancelled job",
+            "complete: more to do",
+            "cancel: not found",
+            "cancel: already ended",
+            "cancel: cancelled",
+            "status or summary: not found",
+            "status or summary: found",
+            "jobs: none",
+            "jobs: some",
+            "next_wakeup: none",
+            "next_wakeup: a time",
+            "evict_oldest: nothing",
+            "evict_oldest: some jobs",
+            "recover",
+        ];
+        if leases {
+            kinds.push("claim: a rescue");
+        }
+        kinds
+    }
+
+    /// The required kinds never reached.
+    pub fn missing(&self, leases: bool) -> Vec<&'static str> {
+        Self::required(leases)
+            .into_iter()
+            .filter(|kind| !self.0.contains_key(kind))
+            .collect()
+    }
+}
+
 /// One sequence in progress.
 struct Session<'a, S> {
     store: &'a S,
+    coverage: &'a mut Coverage,
     flavor: Flavor,
     reference: Reference,
     now: Timestamp,
@@ -120,6 +233,9 @@ struct Session<'a, S> {
     /// What ran so far, with the reference's answers.
     trace: Vec<String>,
     submits: usize,
+    /// For each job ready now, the jobs claimed since it became ready (see
+    /// [`Session::fairness`]).
+    waits: BTreeMap<JobId, Vec<JobId>>,
     /// When the sequence started.
     start: Timestamp,
 }
@@ -128,12 +244,14 @@ struct Session<'a, S> {
 /// the time the sequence ended at, or a message showing the sequence and both answers.
 pub async fn check<S: Store>(
     store: &S,
+    coverage: &mut Coverage,
     flavor: Flavor,
     ops: &[Op],
     start: Timestamp,
 ) -> Result<Timestamp, String> {
     let mut session = Session {
         store,
+        coverage,
         flavor,
         reference: Reference::new(flavor.rules),
         now: start,
@@ -142,6 +260,7 @@ pub async fn check<S: Store>(
         last_token: None,
         trace: Vec::new(),
         submits: 0,
+        waits: BTreeMap::new(),
         start,
     };
     let outcome = session.run(ops).await;
@@ -273,6 +392,7 @@ impl<S: Store> Session<'_, S> {
 
     fn compare(&mut self, what: String, expected: Answer, got: Answer) -> Result<(), String> {
         let agree = expected == got;
+        self.coverage.count(&expected);
         self.trace.push(format!("{what} -> {expected:?}"));
         if agree {
             Ok(())
@@ -335,6 +455,9 @@ impl<S: Store> Session<'_, S> {
             Op::Claim => {
                 let what = format!("{at}: claim");
                 let expected = self.reference.claim(now);
+                if let Some(mine) = &expected {
+                    self.fairness(&at, mine.job, now)?;
+                }
                 let got = self
                     .store
                     .claim(now)
@@ -373,7 +496,7 @@ impl<S: Store> Session<'_, S> {
                     .renew(theirs, now)
                     .await
                     .map_err(|e| failed("renew", e))?;
-                self.compare(what, Answer::Bool(expected), Answer::Bool(got))
+                self.compare(what, Answer::Renewed(expected), Answer::Renewed(got))
             }
             Op::Complete(pick, outcome) => {
                 let Some(k) = self.pick_claim(*pick) else {
@@ -432,7 +555,7 @@ impl<S: Store> Session<'_, S> {
                     .retry_later(&theirs, busy_since, retry_at, now)
                     .await
                     .map_err(|e| failed("retry_later", e))?;
-                self.compare(what, Answer::Bool(expected), Answer::Bool(got))
+                self.compare(what, Answer::Retried(expected), Answer::Retried(got))
             }
             Op::Release(pick) => {
                 let Some(k) = self.pick_claim(*pick) else {
@@ -449,7 +572,7 @@ impl<S: Store> Session<'_, S> {
                     .release(&theirs, now)
                     .await
                     .map_err(|e| failed("release", e))?;
-                self.compare(what, Answer::Bool(expected), Answer::Bool(got))
+                self.compare(what, Answer::Released(expected), Answer::Released(got))
             }
             Op::Cancel(pick) => {
                 let (ref_id, store_id, asker) = self.pick_job(*pick);
@@ -476,7 +599,7 @@ impl<S: Store> Session<'_, S> {
                     .touch(store_id, &asker, now)
                     .await
                     .map_err(|e| failed("touch", e))?;
-                self.compare(what, Answer::Bool(expected), Answer::Bool(got))
+                self.compare(what, Answer::Touched(expected), Answer::Touched(got))
             }
             Op::Status(pick) => {
                 let (ref_id, store_id, asker) = self.pick_job(*pick);
@@ -535,6 +658,28 @@ impl<S: Store> Session<'_, S> {
         }
     }
 
+    /// Checks the rotation's fairness bound on the reference after it claimed job `claimed`:
+    /// while a job stays ready, every other job is claimed at most once before it. (A check
+    /// of the reference against a consequence the docs state separately; the stores agree
+    /// with the reference claim by claim.)
+    fn fairness(&mut self, at: &str, claimed: JobId, now: Timestamp) -> Result<(), String> {
+        let ready = self.reference.ready(now);
+        // A job's wait starts afresh when it is claimed; one no longer ready waits no more.
+        self.waits
+            .retain(|job, _| *job != claimed && ready.contains(job));
+        for job in ready {
+            let passed_by = self.waits.entry(job).or_default();
+            if passed_by.contains(&claimed) {
+                return Err(format!(
+                    "{at}: the reference claimed job {claimed} twice while job {job} stayed \
+                     ready, against the rotation's fairness bound"
+                ));
+            }
+            passed_by.push(claimed);
+        }
+        Ok(())
+    }
+
     fn nothing(&mut self, at: String, op: &Op) -> Result<(), String> {
         self.trace
             .push(format!("{at}: {op:?}: no claim yet, nothing called"));
@@ -585,6 +730,7 @@ impl<S: Store> Session<'_, S> {
             return Ok(());
         }
         if wakeup_agrees(expected, &passed, got, now, self.flavor.wakeups) {
+            self.coverage.count(&Answer::Wakeup(expected));
             self.trace.push(format!(
                 "{what} -> {got:?} (reference: {expected:?}, passed retries {passed:?})"
             ));
@@ -631,7 +777,7 @@ impl<S: Store> Session<'_, S> {
                 .release(&theirs, now)
                 .await
                 .map_err(|e| failed("release", e))?;
-            self.compare(what, Answer::Bool(expected), Answer::Bool(got))?;
+            self.compare(what, Answer::Released(expected), Answer::Released(got))?;
         }
         self.evict("drain", 0).await?;
         self.wakeup("drain").await?;

@@ -300,6 +300,23 @@ impl Reference {
             .collect()
     }
 
+    /// The jobs ready at `now`, in submit order (claims whose lease lapsed count as taken
+    /// back, as the next claim would take them).
+    pub fn ready(&self, now: Timestamp) -> Vec<JobId> {
+        let lapsed = |j: &Entry| j.held.and_then(|h| h.lease_end).is_some_and(|e| e <= now);
+        self.jobs
+            .iter()
+            .filter(|j| {
+                let mut j = (*j).clone();
+                if lapsed(&j) {
+                    j.held = None;
+                }
+                j.ready(now)
+            })
+            .map(|j| j.id)
+            .collect()
+    }
+
     /// Whether `claim` is its job's current claim now.
     pub fn is_current(&self, claim: &Claim) -> bool {
         self.current(claim).is_some()

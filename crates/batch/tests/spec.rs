@@ -19,7 +19,9 @@
 //!   lease lapses are checked (rescues, stale tokens, lease ends in `next_wakeup`);
 //! - PostgreSQL, when `BATCH_TEST_POSTGRES_URL` is set (else it prints why it skipped): a
 //!   lease of an hour, so no claim lapses in real time (the store judges leases by the server's
-//!   clock), shorter sequences, and `next_wakeup` compared only while no claim is out.
+//!   clock), shorter sequences, `recover` leaving claims to their leases, and `next_wakeup`
+//!   allowed its fallback poll and, while a claim is out, a lease end it converted from the
+//!   server's clock (no later than an hour ahead, nor than the reference's wake-up).
 //!
 //! Every sequence ends by draining the store through the API (cancel every live job, release
 //! every claim, evict everything; all compared too), so the memory stores get a fresh store
@@ -199,7 +201,8 @@ fn sqlite() {
 /// PostgreSQL (skipped, saying why, without `BATCH_TEST_POSTGRES_URL`): one schema kept
 /// while sequences pass, a fresh one after a failure. Claims hold a lease of an hour, so none
 /// lapses in real time, and the fallback poll is a day, so it never hides a wake-up within a
-/// sequence; sequences are shorter, since every call is a transaction on the server.
+/// sequence; sequences are shorter, since every call is a transaction on the server. See
+/// [`Wakeups::Shared`] for how its `next_wakeup` is compared.
 #[cfg(feature = "postgres")]
 #[test]
 fn postgres() {
@@ -207,19 +210,23 @@ fn postgres() {
         return;
     }
     const POLL: Duration = Duration::from_secs(24 * 3600);
+    const PG_LEASE: Duration = Duration::from_secs(3600);
     let flavor = Flavor {
         name: "postgres",
         rules: Rules {
             lease: None,
             recover_frees_claims: false,
         },
-        wakeups: Wakeups::WhenIdle { poll: POLL },
+        wakeups: Wakeups::Shared {
+            poll: POLL,
+            lease: PG_LEASE,
+        },
     };
     // The store's pooled connections live on the runtime that opened them: one for the test.
     let runtime = runtime();
     run_spec(flavor, 30, true, &runtime, || {
         let options = pg::options()
-            .lease_ttl(Duration::from_secs(3600))
+            .lease_ttl(PG_LEASE)
             .poll_interval(POLL)
             .pool_size(2);
         let _enter = runtime.enter();

@@ -34,11 +34,16 @@ const UNKNOWN: JobId = JobId::new(u64::MAX);
 pub enum Wakeups {
     /// Always, exactly (within [`wakeup_agrees`]).
     Exact,
-    /// Only while no claim is out (the store converts lease ends from another clock), and a
-    /// fallback poll time up to `poll` ahead is accepted in place of a later (or no) wake-up.
-    WhenIdle {
+    /// A shared store: a fallback poll time up to `poll` ahead is accepted in place of a
+    /// later (or no) wake-up; and since it judges leases on another clock (the database
+    /// server's) and converts their ends to the caller's, the reference (which gives such a
+    /// store no lease) cannot say when a claim out lapses: while one is out, any time from
+    /// now to `lease` ahead, and no later than the reference's wake-up, is accepted too.
+    Shared {
         /// The store's fallback poll interval.
         poll: Duration,
+        /// The store's lease.
+        lease: Duration,
     },
 }
 
@@ -163,7 +168,11 @@ pub struct Coverage(pub BTreeMap<&'static str, u64>);
 
 impl Coverage {
     fn count(&mut self, answer: &Answer) {
-        *self.0.entry(answer.kind()).or_default() += 1;
+        self.note(answer.kind());
+    }
+
+    fn note(&mut self, kind: &'static str) {
+        *self.0.entry(kind).or_default() += 1;
     }
 
     /// The kinds every run must reach; `leases` adds the rescue.
@@ -287,34 +296,40 @@ fn failed(call: &str, err: impl Debug) -> String {
     format!("the store failed a {call}: {err:?}")
 }
 
-/// Whether a store's `next_wakeup` answer `got` is one the docs allow, given the reference's
-/// `expected` (earliest lease end, or retry time still to come) and its `passed` retry
-/// times: the expected time; or a retry time that has come of a job a claim now finds (no
-/// later than the expected one, as the earliest); or, for a store with a fallback poll, a
-/// time after now, within the poll, before the expected one.
+/// How a store's `next_wakeup` answer is one the docs allow, if it is, given the reference's
+/// `expected` (earliest lease end, or retry time still to come), its `passed` retry times,
+/// and whether `claims_out`: the expected time; or a retry time that has come of a job a
+/// claim now finds (no later than the expected one, as the earliest); or, for a shared store,
+/// a fallback poll time or a converted lease end (see [`Wakeups::Shared`]).
 pub fn wakeup_agrees(
     expected: Option<Timestamp>,
     passed: &[Timestamp],
     got: Option<Timestamp>,
     now: Timestamp,
+    claims_out: bool,
     wakeups: Wakeups,
-) -> bool {
+) -> Option<&'static str> {
     if got == expected {
-        return true;
+        return Some("as the reference");
     }
-    let Some(at) = got else {
-        return false;
+    let at = got?;
+    if passed.contains(&at) && expected.is_none_or(|e| at <= e) {
+        return Some("a retry time that has come");
+    }
+    let Wakeups::Shared { poll, lease } = wakeups else {
+        return None;
     };
-    let before_expected = expected.is_none_or(|e| at <= e);
-    if passed.contains(&at) && before_expected {
-        return true;
+    if claims_out
+        && at >= now
+        && at <= now.saturating_add(lease)
+        && expected.is_none_or(|e| at <= e)
+    {
+        return Some("a lease end on the server's clock");
     }
-    match wakeups {
-        Wakeups::Exact => false,
-        Wakeups::WhenIdle { poll } => {
-            at > now && at <= now.saturating_add(poll) && expected.is_none_or(|e| at < e)
-        }
+    if at > now && at <= now.saturating_add(poll) && expected.is_none_or(|e| at < e) {
+        return Some("the fallback poll");
     }
+    None
 }
 
 impl<S: Store> Session<'_, S> {
@@ -719,20 +734,26 @@ impl<S: Store> Session<'_, S> {
         let what = format!("{at}: next_wakeup");
         let expected = self.reference.next_wakeup(now);
         let passed = self.reference.passed_retries(now);
-        let got = next_wakeup(self.store, now)
+        let got = self
+            .store
+            .next_wakeup(now)
             .await
             .map_err(|e| failed("next_wakeup", e))?;
-        if matches!(self.flavor.wakeups, Wakeups::WhenIdle { .. })
-            && !self.reference.claims_out().is_empty()
+        let claims_out = !self.reference.claims_out().is_empty();
+        if let Some(how) =
+            wakeup_agrees(expected, &passed, got, now, claims_out, self.flavor.wakeups)
         {
-            self.trace
-                .push(format!("{what} -> {got:?} (not compared: a claim is out)"));
-            return Ok(());
-        }
-        if wakeup_agrees(expected, &passed, got, now, self.flavor.wakeups) {
             self.coverage.count(&Answer::Wakeup(expected));
+            self.coverage.note(match how {
+                "as the reference" => "next_wakeup (store): as the reference",
+                "a retry time that has come" => "next_wakeup (store): a retry time that has come",
+                "a lease end on the server's clock" => {
+                    "next_wakeup (store): a lease end on the server's clock"
+                }
+                _ => "next_wakeup (store): the fallback poll",
+            });
             self.trace.push(format!(
-                "{what} -> {got:?} (reference: {expected:?}, passed retries {passed:?})"
+                "{what} -> {got:?}: {how} (reference: {expected:?}, passed retries {passed:?})"
             ));
             Ok(())
         } else {
@@ -787,12 +808,4 @@ impl<S: Store> Session<'_, S> {
         assert_eq!(self.reference.stored_bytes(), 0, "the reference drained");
         Ok(())
     }
-}
-
-/// `store.next_wakeup` at `now`.
-async fn next_wakeup<S: Store>(
-    store: &S,
-    now: Timestamp,
-) -> Result<Option<Timestamp>, batch::StoreError> {
-    store.next_wakeup(now).await
 }

@@ -61,12 +61,19 @@ pub struct Flavor {
 /// A claim without its token: what must be equal between the reference and a store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Granted {
+    /// The job (the reference's id).
     job: JobId,
+    /// Its caller.
     caller: Caller,
+    /// The target's index.
     index: usize,
+    /// The target, as JSON.
     target_json: String,
+    /// When the target first came back busy.
     busy_since: Option<Timestamp>,
+    /// A rescue of a lapsed claim.
     rescued: bool,
+    /// The claim started its job.
     started: bool,
 }
 
@@ -167,10 +174,12 @@ impl Answer {
 pub struct Coverage(pub BTreeMap<&'static str, u64>);
 
 impl Coverage {
+    /// Counts `answer`'s kind.
     fn count(&mut self, answer: &Answer) {
         self.note(answer.kind());
     }
 
+    /// Counts `kind`.
     fn note(&mut self, kind: &'static str) {
         *self.0.entry(kind).or_default() += 1;
     }
@@ -210,6 +219,8 @@ impl Coverage {
             "evict_oldest: nothing",
             "evict_oldest: some jobs",
             "recover",
+            "a call naming a job never submitted",
+            "a call naming another caller's job",
         ];
         if leases {
             kinds.push("claim: a rescue");
@@ -228,10 +239,15 @@ impl Coverage {
 
 /// One sequence in progress.
 struct Session<'a, S> {
+    /// The store under test.
     store: &'a S,
+    /// Where the answers' kinds are counted.
     coverage: &'a mut Coverage,
+    /// How the rules apply to the store.
     flavor: Flavor,
+    /// The reference, fresh for each sequence.
     reference: Reference,
+    /// The sequence's clock.
     now: Timestamp,
     /// Every job submitted: (reference id, store id, caller), in submit order.
     jobs: Vec<(JobId, JobId, Caller)>,
@@ -241,6 +257,7 @@ struct Session<'a, S> {
     last_token: Option<u64>,
     /// What ran so far, with the reference's answers.
     trace: Vec<String>,
+    /// Submits so far, which makes every target's JSON unique.
     submits: usize,
     /// For each job ready now, the jobs claimed since it became ready (see
     /// [`Session::fairness`]).
@@ -333,6 +350,7 @@ pub fn wakeup_agrees(
 }
 
 impl<S: Store> Session<'_, S> {
+    /// Runs every op, then the drain.
     async fn run(&mut self, ops: &[Op]) -> Result<(), String> {
         for (step, op) in ops.iter().enumerate() {
             self.step(step, op).await?;
@@ -351,6 +369,7 @@ impl<S: Store> Session<'_, S> {
             .map_or(UNKNOWN, |(r, _, _)| *r)
     }
 
+    /// A store's `Ended`, its id translated.
     fn ended(&self, e: &store::Ended) -> Ended {
         Ended {
             job: self.ref_id(e.job),
@@ -361,6 +380,7 @@ impl<S: Store> Session<'_, S> {
         }
     }
 
+    /// A store's claim without its token, its id translated.
     fn granted(&self, c: &store::Claim) -> Granted {
         Granted {
             job: self.ref_id(c.job),
@@ -373,6 +393,7 @@ impl<S: Store> Session<'_, S> {
         }
     }
 
+    /// A store's summary, its id translated.
     fn summary(&self, s: JobSummary) -> JobSummary {
         JobSummary::new(self.ref_id(s.id), s.status, s.counts, s.created, s.updated)
     }
@@ -393,18 +414,25 @@ impl<S: Store> Session<'_, S> {
     }
 
     /// The job `pick` names: (reference id, store id, asker).
-    fn pick_job(&self, pick: JobPick) -> (JobId, JobId, Caller) {
+    fn pick_job(&mut self, pick: JobPick) -> (JobId, JobId, Caller) {
         let (ref_id, store_id, owner) = match pick.job {
             Some(index) if !self.jobs.is_empty() => self.jobs[index.index(self.jobs.len())].clone(),
             _ => (GHOST, GHOST, Caller::new(CALLERS[0])),
         };
         let asker = match pick.asker {
-            Asker::Owner => owner,
+            Asker::Owner => owner.clone(),
             Asker::Caller(n) => Caller::new(CALLERS[n]),
         };
+        if ref_id == GHOST {
+            self.coverage.note("a call naming a job never submitted");
+        } else if asker != owner {
+            self.coverage.note("a call naming another caller's job");
+        }
         (ref_id, store_id, asker)
     }
 
+    /// Counts and traces the reference's answer to `what`; `Err` shows both answers if the
+    /// store's differs.
     fn compare(&mut self, what: String, expected: Answer, got: Answer) -> Result<(), String> {
         let agree = expected == got;
         self.coverage.count(&expected);
@@ -418,6 +446,7 @@ impl<S: Store> Session<'_, S> {
         }
     }
 
+    /// Runs `op`, the `step`-th, on both sides and compares the answers.
     async fn step(&mut self, step: usize, op: &Op) -> Result<(), String> {
         let now = self.now;
         let at = format!(
@@ -695,12 +724,14 @@ impl<S: Store> Session<'_, S> {
         Ok(())
     }
 
+    /// Traces a claim op that found no claim to use.
     fn nothing(&mut self, at: String, op: &Op) -> Result<(), String> {
         self.trace
             .push(format!("{at}: {op:?}: no claim yet, nothing called"));
         Ok(())
     }
 
+    /// Compares `caller`'s job lists.
     async fn jobs_of(&mut self, at: &str, caller: &Caller) -> Result<(), String> {
         let what = format!("{at}: jobs of {caller}");
         let expected = self.reference.jobs(caller);
@@ -715,6 +746,7 @@ impl<S: Store> Session<'_, S> {
         self.compare(what, Answer::Jobs(expected), Answer::Jobs(got))
     }
 
+    /// Compares evictions down to `max_bytes`.
     async fn evict(&mut self, at: &str, max_bytes: u64) -> Result<(), String> {
         let what = format!(
             "{at}: evict_oldest to {max_bytes} bytes (stored: {})",
@@ -729,6 +761,7 @@ impl<S: Store> Session<'_, S> {
         self.compare(what, Answer::Evicted(expected), Answer::Evicted(got))
     }
 
+    /// Compares wake-ups, within [`wakeup_agrees`].
     async fn wakeup(&mut self, at: &str) -> Result<(), String> {
         let now = self.now;
         let what = format!("{at}: next_wakeup");

@@ -151,6 +151,7 @@ pub enum CancelOutcome {
 /// The claim a job has out.
 #[derive(Debug, Clone, Copy)]
 struct Held {
+    /// Its fencing token.
     token: u64,
     /// When it lapses unless renewed; `None` without leases.
     lease_end: Option<Timestamp>,
@@ -159,19 +160,30 @@ struct Held {
 /// One stored job.
 #[derive(Debug, Clone)]
 struct Entry {
+    /// Its id.
     id: JobId,
+    /// Who submitted it.
     caller: Caller,
+    /// Its idempotency key.
     key: Option<String>,
+    /// Its status.
     status: JobStatus,
+    /// Its submit time.
     created: Timestamp,
+    /// When its status or a target last changed: its submit, its first claim, each stored
+    /// target, its cancel.
     updated: Timestamp,
+    /// Its targets, as JSON.
     targets: Vec<String>,
     /// One per target; `Pending` until stored.
     results: Vec<TargetState>,
+    /// The claim out, if any.
     held: Option<Held>,
     /// Its last claim was taken back after its lease lapsed: the next claim is a rescue.
     rescue: bool,
+    /// When its next target first came back busy, if it has.
     busy_since: Option<Timestamp>,
+    /// Not ready before this (set by `retry_later`, cleared by its next claim).
     retry_at: Option<Timestamp>,
     /// When it was last served (submit or claim), on the store-wide service counter.
     served: u64,
@@ -180,11 +192,13 @@ struct Entry {
 }
 
 impl Entry {
+    /// Its counts, by counting.
     fn counts(&self) -> Counts {
         let count = |word: &str| self.results.iter().filter(|r| r.word() == word).count();
         Counts::new(count("pending"), count("done"), count("failed"))
     }
 
+    /// Its bytes: target JSON plus stored results.
     fn bytes(&self) -> u64 {
         let targets: usize = self.targets.iter().map(String::len).sum();
         targets as u64
@@ -195,12 +209,14 @@ impl Entry {
                 .sum::<u64>()
     }
 
+    /// The first target not stored yet.
     fn first_pending(&self) -> Option<usize> {
         self.results
             .iter()
             .position(|r| matches!(r, TargetState::Pending))
     }
 
+    /// Its summary.
     fn summary(&self) -> JobSummary {
         JobSummary::new(
             self.id,
@@ -219,6 +235,7 @@ impl Entry {
             && self.retry_at.is_none_or(|at| at <= now)
     }
 
+    /// Whether `claim` is its current claim.
     fn holds(&self, claim: &Claim) -> bool {
         self.held.is_some_and(|held| held.token == claim.token)
     }
@@ -227,12 +244,17 @@ impl Entry {
 /// The reference store: see the module docs.
 #[derive(Debug, Clone)]
 pub struct Reference {
+    /// How it differs per store.
     rules: Rules,
     /// Every stored job, in submit order.
     jobs: Vec<Entry>,
+    /// The last job id given.
     last_id: u64,
+    /// The last fencing token given.
     last_token: u64,
+    /// The last service stamp given.
     last_served: u64,
+    /// The last touch time given.
     last_touch: u64,
 }
 
@@ -249,16 +271,19 @@ impl Reference {
         }
     }
 
+    /// The next service stamp.
     fn next_served(&mut self) -> u64 {
         self.last_served += 1;
         self.last_served
     }
 
+    /// The next touch time.
     fn next_touch(&mut self) -> u64 {
         self.last_touch += 1;
         self.last_touch
     }
 
+    /// Where job `id` is stored, whoever owns it.
     fn find(&self, id: JobId) -> Option<usize> {
         self.jobs.iter().position(|j| j.id == id)
     }

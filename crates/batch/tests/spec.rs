@@ -27,7 +27,8 @@
 //! every claim, evict everything; all compared too), so the memory stores get a fresh store
 //! per sequence, while SQLite and PostgreSQL keep one store (one file, one schema) from
 //! sequence to sequence, which is much faster and also shows that a store's history (ids,
-//! tokens and sequences far from 1) changes nothing; after a failing sequence the next one
+//! tokens and sequences far from 1) changes nothing, and that over its whole life it never
+//! mints an id twice and its tokens keep increasing; after a failing sequence the next one
 //! gets a fresh store, so proptest shrinks on clean stores.
 //!
 //! Jobs always have at least one target: a store is never given an empty job (the runner
@@ -54,7 +55,7 @@ use std::time::Duration;
 use batch::store::{MemoryStore, Store, Timestamp};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRunner};
 
-use spec::check::{Coverage, Flavor, Wakeups, check};
+use spec::check::{Coverage, Flavor, History, Wakeups, check};
 use spec::reference::Rules;
 
 /// Where the first sequence's clock starts (a date in 2023, in microseconds); each later
@@ -110,16 +111,17 @@ fn run_spec<S: Store>(
         rng_algorithm: RngAlgorithm::XorShift,
         ..Config::default()
     };
-    let kept: RefCell<Option<S>> = RefCell::new(None);
+    let kept: RefCell<Option<(S, History)>> = RefCell::new(None);
     let clock = Cell::new(START);
     let coverage = RefCell::new(Coverage::default());
     let mut runner = TestRunner::new(config);
     let outcome = runner.run(&spec::ops::sequence(max_ops), |ops| {
-        let store = kept.take().unwrap_or_else(&open);
+        let (store, mut history) = kept.take().unwrap_or_else(|| (open(), History::default()));
         let start = clock.get().saturating_add(Duration::from_secs(1));
         let end = runtime
             .block_on(check(
                 &store,
+                &mut history,
                 &mut coverage.borrow_mut(),
                 flavor,
                 &ops,
@@ -128,7 +130,7 @@ fn run_spec<S: Store>(
             .map_err(TestCaseError::fail)?;
         clock.set(end);
         if keep {
-            kept.replace(Some(store));
+            kept.replace(Some((store, history)));
         }
         Ok(())
     });

@@ -12,7 +12,7 @@
 //! store can serve the next sequence (that is how the PostgreSQL spec avoids a schema per
 //! sequence).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::time::Duration;
 
@@ -237,6 +237,16 @@ impl Coverage {
     }
 }
 
+/// What a store has handed out over its life, across the sequences it serves: its ids must
+/// never repeat (an evicted job's included) and its tokens must keep increasing.
+#[derive(Debug, Default)]
+pub struct History {
+    /// Every job id the store minted.
+    ids: BTreeSet<JobId>,
+    /// The store's last token.
+    last_token: Option<u64>,
+}
+
 /// One sequence in progress.
 struct Session<'a, S> {
     /// The store under test.
@@ -253,8 +263,8 @@ struct Session<'a, S> {
     jobs: Vec<(JobId, JobId, Caller)>,
     /// Every claim handed out: the reference's and the store's, in claim order.
     claims: Vec<(Claim, store::Claim)>,
-    /// The store's last token.
-    last_token: Option<u64>,
+    /// What the store handed out before and during this sequence.
+    history: &'a mut History,
     /// What ran so far, with the reference's answers.
     trace: Vec<String>,
     /// Submits so far, which makes every target's JSON unique.
@@ -266,10 +276,12 @@ struct Session<'a, S> {
     start: Timestamp,
 }
 
-/// Runs `ops` from time `start` against the reference and `store`, then drains both; returns
+/// Runs `ops` from time `start` against the reference and `store` (whose earlier life is
+/// `history`), then drains both; returns
 /// the time the sequence ended at, or a message showing the sequence and both answers.
 pub async fn check<S: Store>(
     store: &S,
+    history: &mut History,
     coverage: &mut Coverage,
     flavor: Flavor,
     ops: &[Op],
@@ -283,7 +295,7 @@ pub async fn check<S: Store>(
         now: start,
         jobs: Vec::new(),
         claims: Vec::new(),
-        last_token: None,
+        history,
         trace: Vec::new(),
         submits: 0,
         waits: BTreeMap::new(),
@@ -480,6 +492,12 @@ impl<S: Store> Session<'_, S> {
                             && !s.existing
                             && self.ref_id(s.id) == UNKNOWN
                         {
+                            if !self.history.ids.insert(s.id) {
+                                return Err(format!(
+                                    "{at}: the store minted id {} again, for a new job",
+                                    s.id
+                                ));
+                            }
                             self.jobs.push((new.id, s.id, caller));
                         }
                         Ok(Submitted {
@@ -514,13 +532,14 @@ impl<S: Store> Session<'_, S> {
                     Answer::Claim(answer),
                 )?;
                 if let (Some(mine), Some(theirs)) = (expected, got) {
-                    if self.last_token.is_some_and(|last| theirs.token <= last) {
+                    let last = self.history.last_token;
+                    if last.is_some_and(|last| theirs.token <= last) {
                         return Err(format!(
-                            "{at}: the store's token {} does not follow its last, {:?}",
-                            theirs.token, self.last_token
+                            "{at}: the store's token {} does not follow its last, {last:?}",
+                            theirs.token
                         ));
                     }
-                    self.last_token = Some(theirs.token);
+                    self.history.last_token = Some(theirs.token);
                     self.claims.push((mine, theirs));
                 }
                 Ok(())

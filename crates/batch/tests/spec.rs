@@ -16,7 +16,8 @@
 //!
 //! - `MemoryStore::new()` and SQLite on a file: claims never lapse, `recover` frees them;
 //! - `MemoryStore::with_lease` with a 1 s lease on the simulated clock: the only store whose
-//!   lease lapses are checked (rescues, stale tokens, lease ends in `next_wakeup`);
+//!   lease lapses are checked (rescues, stale tokens, lease ends in `next_wakeup`); and the
+//!   same behind an `Arc`, so through `StoreWrapper`'s forwarding;
 //! - PostgreSQL, when `BATCH_TEST_POSTGRES_URL` is set (else it prints why it skipped): a
 //!   lease of an hour, so no claim lapses in real time (the store judges leases by the server's
 //!   clock), shorter sequences, `recover` leaving claims to their leases, and `next_wakeup`
@@ -183,6 +184,25 @@ fn memory_leased() {
     };
     run_spec(flavor, MAX_OPS, false, &runtime(), || {
         MemoryStore::with_lease(LEASE)
+    });
+}
+
+/// The leased in-memory store behind an `Arc`: every call goes through [`StoreWrapper`]'s
+/// forwarding (`Arc<S>` is a wrapper that overrides nothing), which must change nothing.
+///
+/// [`StoreWrapper`]: batch::store::StoreWrapper
+#[test]
+fn memory_behind_a_wrapper() {
+    let flavor = Flavor {
+        name: "Arc<MemoryStore> with leases",
+        rules: Rules {
+            lease: Some(LEASE),
+            recover_frees_claims: true,
+        },
+        wakeups: Wakeups::Exact,
+    };
+    run_spec(flavor, MAX_OPS, false, &runtime(), || {
+        std::sync::Arc::new(MemoryStore::with_lease(LEASE))
     });
 }
 

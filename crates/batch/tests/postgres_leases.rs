@@ -80,9 +80,16 @@ async fn a_stalled_claim_is_rescued_and_its_late_write_refused() {
     // A replica whose clock runs an hour ahead finds nothing to claim within the lease, and
     // is told to look again by the lease's end on its own clock.
     assert!(rescuer.claim(ahead).await.unwrap().is_none());
-    let wake = rescuer.next_wakeup(ahead).await.unwrap().expect("a wake-up");
+    let wake = rescuer
+        .next_wakeup(ahead)
+        .await
+        .unwrap()
+        .expect("a wake-up");
     assert!(wake > ahead, "the lease has not lapsed");
-    assert!(wake <= ahead.saturating_add(TTL), "wakes by the lease's end");
+    assert!(
+        wake <= ahead.saturating_add(TTL),
+        "wakes by the lease's end"
+    );
     // Once the server's clock passes the lease: a rescue, with a newer fencing token.
     let new = claim_when_due(&rescuer).await;
     assert!(new.rescued, "the claim reports the rescue");

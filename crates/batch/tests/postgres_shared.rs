@@ -607,7 +607,13 @@ async fn a_claim_held_open_does_not_hold_up_another_replicas_claim() {
                    WHERE application_name = $1 AND wait_event_type = 'Lock'";
     let name = format!("batch {schema}");
     let blocked = async {
-        while test.query_one(waiting, &[&name]).await.unwrap().get::<_, i64>(0) != 1 {
+        while test
+            .query_one(waiting, &[&name])
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+            != 1
+        {
             tokio::task::yield_now().await;
         }
     };
@@ -625,6 +631,9 @@ async fn a_claim_held_open_does_not_hold_up_another_replicas_claim() {
     test.batch_execute("SELECT pg_advisory_unlock(4242)")
         .await
         .unwrap();
-    let (_held, claim) = tokio::time::timeout(PATIENCE, first).await.unwrap().unwrap();
+    let (_held, claim) = tokio::time::timeout(PATIENCE, first)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(claim.unwrap().unwrap().caller, Caller::new("held"));
 }

@@ -32,11 +32,9 @@
 //! mints an id twice and its tokens keep increasing; after a failing sequence the next one
 //! gets a fresh store, so proptest shrinks on clean stores.
 //!
-//! Jobs always have at least one target: a store is never given an empty job (the runner
-//! refuses it as `InvalidJob::Empty`). The trait does not say what a store does with one,
-//! and they differ: the memory store panics (a debug assertion at submit; an index out of
-//! bounds at the claim in a release build), SQLite keeps a `queued` job that can never be
-//! claimed or end.
+//! Some submits have no target at all: every store refuses them as `InvalidJob::Empty`
+//! before anything else (before this spec generated them, the memory store panicked on one
+//! and SQLite kept a job that could never be claimed or end).
 //!
 //! Cases: 1,000 sequences per store, 64 under `TEST_SCALE=small` (the sanitizer and Miri
 //! steps of the gate); `PROPTEST_CASES` overrides both (a longer soak, say).

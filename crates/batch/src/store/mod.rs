@@ -279,7 +279,9 @@ pub trait Store: Send + Sync + 'static {
     /// leaves them to their leases. Returns the live-job count.
     fn recover(&self, now: Timestamp) -> impl Future<Output = Result<usize, StoreError>> + Send;
 
-    /// Adds a job, atomically: returns the caller's stored job with the same key if there is
+    /// Adds a job, atomically. Refuses a job without targets with
+    /// [`SubmitError::Invalid`]`(`[`InvalidJob::Empty`](crate::InvalidJob::Empty)`)` before
+    /// anything else; returns the caller's stored job with the same key if there is
     /// one (see "Idempotency keys"), else refuses it with [`SubmitError::Full`] when
     /// `max_live_jobs` jobs are live, then with [`SubmitError::CallerBusy`] (naming the live
     /// job) when its caller has a live job.

@@ -131,6 +131,7 @@ impl Answer {
         match self {
             Self::Submit(Ok(s)) if s.existing => "submit: the same key's job",
             Self::Submit(Ok(_)) => "submit: a new job",
+            Self::Submit(Err(Refusal::Empty)) => "submit: empty",
             Self::Submit(Err(Refusal::Full)) => "submit: full",
             Self::Submit(Err(Refusal::CallerBusy { .. })) => "submit: caller busy",
             Self::Claim(None) => "claim: nothing ready",
@@ -506,6 +507,7 @@ impl<S: Store> Session<'_, S> {
                             existing: s.existing,
                         })
                     }
+                    Err(SubmitError::Invalid(batch::InvalidJob::Empty)) => Err(Refusal::Empty),
                     Err(SubmitError::Full) => Err(Refusal::Full),
                     Err(SubmitError::CallerBusy { live }) => Err(Refusal::CallerBusy {
                         live: self.ref_id(live),

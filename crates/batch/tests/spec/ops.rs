@@ -165,7 +165,11 @@ fn millis() -> impl Strategy<Value = u64> {
 pub fn op() -> impl Strategy<Value = Op> {
     let submit = (
         0..CALLERS.len(),
-        proptest::collection::vec(0usize..6, 1..=3),
+        // Now and then no target at all: refused before anything else.
+        prop_oneof![
+            1 => Just(Vec::new()),
+            12 => proptest::collection::vec(0usize..6, 1..=3),
+        ],
         prop_oneof![2 => Just(None), 1 => (0..KEYS.len()).prop_map(Some)],
         prop_oneof![1 => 1usize..=3, 2 => Just(10usize)],
     )

@@ -76,6 +76,8 @@ pub struct Submitted {
 /// The refusals of [`batch::SubmitError`] that a store itself decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
+    /// The job has no targets.
+    Empty,
     /// `max_live_jobs` jobs are live already.
     Full,
     /// The caller has a live job already: this one.
@@ -373,6 +375,9 @@ impl Reference {
     /// As [`Store::submit`](batch::store::Store::submit): the key first, then `Full`, then
     /// `CallerBusy`.
     pub fn submit(&mut self, job: NewJob) -> Result<Submitted, Refusal> {
+        if job.targets.is_empty() {
+            return Err(Refusal::Empty);
+        }
         if let Some(key) = &job.key {
             let same = self
                 .jobs
@@ -396,10 +401,6 @@ impl Reference {
         if let Some(busy) = busy {
             return Err(Refusal::CallerBusy { live: busy.id });
         }
-        assert!(
-            !job.targets.is_empty(),
-            "a store is never given a job without targets (the runner refuses it)"
-        );
         self.last_id += 1;
         let id = JobId::new(self.last_id);
         let served = self.next_served();

@@ -51,7 +51,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::SubmitError;
+use crate::error::{InvalidJob, SubmitError};
 use crate::hooks::TargetOutcome;
 use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
@@ -198,6 +198,9 @@ impl State {
     }
 
     pub(crate) fn submit(&mut self, job: NewJob) -> Result<Submitted, SubmitError> {
+        if job.targets.is_empty() {
+            return Err(InvalidJob::Empty.into());
+        }
         if let Some(key) = &job.key
             && let Some(&id) = self.keys.get(&(job.caller.clone(), key.clone()))
         {

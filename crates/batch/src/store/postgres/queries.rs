@@ -38,13 +38,13 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use super::PostgresError;
-use crate::error::SubmitError;
+use crate::error::{InvalidJob, SubmitError};
 use crate::hooks::TargetOutcome;
 use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
-use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
-use crate::summary::{JobSummary, Progress};
 use crate::store::sql::{self, EVICTABLE, HAS_WORK, IDLE, LIVE, ROTATION};
 pub(super) use crate::store::sql::{from_micros as from_sql, to_micros as to_sql};
+use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
+use crate::summary::{JobSummary, Progress};
 use crate::time::Timestamp;
 
 type Result<T> = std::result::Result<T, PostgresError>;
@@ -201,6 +201,9 @@ pub(super) async fn submit(
     channel: &str,
     job: NewJob,
 ) -> std::result::Result<Submitted, SubmitError> {
+    if job.targets.is_empty() {
+        return Err(InvalidJob::Empty.into());
+    }
     execute(tx, "SELECT pg_advisory_xact_lock($1)", &[&SUBMIT_LOCK]).await?;
     let live = live_jobs(tx).await?;
     if let Some(key) = &job.key {
@@ -581,7 +584,10 @@ async fn sweep_lapsed(tx: &Transaction<'_>, now: i64) -> Result<()> {
     );
     for row in query(tx, &sql, &[&now]).await? {
         let job: i64 = row.get(0);
-        tracing::warn!(job, "claim lease lapsed on an ended job; the claim is dropped");
+        tracing::warn!(
+            job,
+            "claim lease lapsed on an ended job; the claim is dropped"
+        );
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteError;
-use crate::error::SubmitError;
+use crate::error::{InvalidJob, SubmitError};
 use crate::hooks::TargetOutcome;
 use crate::job::{Caller, Job, JobId, JobStatus, TargetEntry, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
@@ -91,6 +91,9 @@ pub(super) fn submit(
     c: &mut Counters,
     job: NewJob,
 ) -> std::result::Result<Submitted, SubmitError> {
+    if job.targets.is_empty() {
+        return Err(InvalidJob::Empty.into());
+    }
     let live = live_jobs(tx)?;
     if let Some(key) = &job.key {
         let existing: Option<i64> = tx
@@ -540,7 +543,8 @@ pub(super) fn cancel(
 pub(super) fn evict_oldest(tx: &Connection, c: &mut Counters, max_bytes: u64) -> Result<Evicted> {
     let mut evicted = Evicted::default();
     let mut bytes = c.bytes();
-    let oldest_sql = format!("SELECT id, bytes FROM jobs WHERE {EVICTABLE} ORDER BY touch_seq LIMIT 1");
+    let oldest_sql =
+        format!("SELECT id, bytes FROM jobs WHERE {EVICTABLE} ORDER BY touch_seq LIMIT 1");
     while bytes > max_bytes {
         let Some((id, job_bytes)): Option<(i64, i64)> = tx
             .prepare_cached(&oldest_sql)?

@@ -394,7 +394,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
 
     /// Removes whole ended jobs with no target in flight, least recently touched first
-    /// (a job's touch time is its submit, its end, or its last `touch`), until the stored bytes
+    /// (a job's touch time is its submit, its end, or its last `touch`; a job cancelled with a
+    /// claim out ends, for this order, when that claim ends), until the stored bytes
     /// are at or below `max_bytes` or none is left. Never removes a live job.
     fn evict_oldest(
         &self,

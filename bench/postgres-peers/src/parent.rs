@@ -262,8 +262,10 @@ async fn measure_in(
     while finals.iter().any(Option::is_none) {
         match next(&mut said, exit_by).await? {
             (index, Said::Final(n)) => finals[index] = Some(n),
-            (_, Said::Count(_)) => {}
-            (index, _) => return Err(format!("child {index} exited without its final count")),
+            (index, Said::Closed) if finals[index].is_none() => {
+                return Err(format!("child {index} exited without its final count"));
+            }
+            _ => {}
         }
     }
     for (index, child) in children.iter_mut().enumerate() {

@@ -57,13 +57,20 @@ pub async fn child(url: &str, work: Duration, control: &mut Control) -> Result<(
         .into_iter()
         .map(|(client, claim, done)| {
             tokio::spawn(async move {
-                while let Some(row) = client.query_opt(&claim, &[]).await? {
-                    let id: i64 = row.get(0);
-                    let _payload: String = row.get(1);
-                    child::work(work).await;
-                    client.execute(&done, &[&id]).await?;
+                let result = async {
+                    while let Some(row) = client.query_opt(&claim, &[]).await? {
+                        let id: i64 = row.get(0);
+                        let _payload: String = row.get(1);
+                        child::work(work).await;
+                        client.execute(&done, &[&id]).await?;
+                    }
+                    Ok::<(), tokio_postgres::Error>(())
                 }
-                Ok::<(), tokio_postgres::Error>(())
+                .await;
+                if let Err(err) = &result {
+                    eprintln!("bare loop: {err}"); // now: the parent waits for `stop` otherwise
+                }
+                result
             })
         })
         .collect();

@@ -319,8 +319,8 @@ fn with_dbname(url: &str, db: &str) -> Result<String, String> {
     Ok(format!("{head}{authority}/{db}{query}"))
 }
 
-/// The `batch` commit this binary measures: `git log -1` of the repository around it, with
-/// `+dirty` when `crates/batch` has uncommitted changes.
+/// The `batch` commit this binary measures: the last commit of the repository around it that
+/// changed `crates/` (batch and panicguard), with `+dirty` when they have uncommitted changes.
 fn batch_commit() -> String {
     let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let git = |args: &[&str]| {
@@ -333,11 +333,14 @@ fn batch_commit() -> String {
             .filter(|out| out.status.success())
             .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
     };
-    let Some(commit) = git(&["log", "-1", "--format=%h %s"]) else {
+    let Some(mut commit) = git(&["log", "-1", "--format=%h (%cs) %s", "--", "crates"]) else {
         return "unknown".into();
     };
-    let dirty =
-        git(&["status", "--porcelain", "--", "crates/batch"]).is_some_and(|s| !s.is_empty());
+    if let Some((cut, _)) = commit.char_indices().nth(100) {
+        commit.truncate(cut);
+        commit += "…";
+    }
+    let dirty = git(&["status", "--porcelain", "--", "crates"]).is_some_and(|s| !s.is_empty());
     if dirty {
         format!("{commit} +dirty")
     } else {

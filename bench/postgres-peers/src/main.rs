@@ -4,9 +4,11 @@
 //!
 //! # What runs
 //!
-//! The parent (`postgres-peers run`) loops over subject × case × process count × repeat. For
-//! each measurement it creates a fresh database on the server, lets the subject put every item
-//! in it (not timed), starts N child processes of its own binary (`postgres-peers child …`),
+//! The parent (`postgres-peers run`) loops over repeat × case × process count × subject
+//! (subjects innermost, so a machine that gets busier during the run shifts every subject
+//! alike). For each measurement it creates a fresh database on the server, lets the subject
+//! put every item in it (not timed), starts N child processes of its own binary
+//! (`postgres-peers child …`),
 //! waits until every child has connected and built its workers (each prints `ready`), then
 //! writes `go` to every child at once and starts the clock. The clock stops when the database
 //! itself says every item is finished (see [`subjects::Probe`]); the children's own counts

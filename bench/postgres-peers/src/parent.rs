@@ -84,10 +84,12 @@ async fn run_all(args: RunArgs, url: String) -> Result<(), String> {
 
     let mut measurements = Vec::new();
     let mut run_no = 0;
-    for &subject in &subjects {
+    // Repeats outermost and subjects innermost: a machine that gets busier or quieter during
+    // the run (other builds, the disk) shifts every subject's cells alike, not one subject's.
+    for repeat in 0..repeats {
         for case in cases(args.quick) {
             for processes in PROCESSES {
-                for repeat in 0..repeats {
+                for &subject in &subjects {
                     run_no += 1;
                     let seconds = measure(&admin, &url, subject, &case, processes, run_no).await;
                     let line = json_line(

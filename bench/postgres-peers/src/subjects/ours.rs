@@ -13,6 +13,11 @@
 //! at `go` starts a `Runner` with `Config::default().workers(4)`: every other setting is the
 //! default (lease 30 s, fallback poll 5 s). A target is finished when the runner stored it;
 //! the parent's clock stops when the store reports no live job.
+//!
+//! Durability per item is the store's own design, as for every subject: a stored target
+//! commits with the server's `synchronous_commit` (on here), while `batch` commits its claims
+//! without waiting for the disk (a claim lost in a crash only means the target is fetched
+//! again). So one synchronous commit per item, where the bare loop makes two.
 
 use std::time::{Duration, SystemTime};
 

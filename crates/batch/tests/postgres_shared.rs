@@ -209,7 +209,18 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
         .await
         .expect("every job ended");
 
-    // Every target stored exactly once, with its own result, whichever replica asks.
+    // Every target stored exactly once, with its own result, whichever replica asks. A job's
+    // end can be reported before another replica's target hook for an earlier target of it
+    // has run (that replica stored it, then another claimed and stored the rest): wait for
+    // the hooks, then check there are no more than that.
+    let all_stored = async {
+        while hooks.stored.load(Ordering::SeqCst) < jobs * per_job {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(PATIENCE, all_stored)
+        .await
+        .expect("every target hook ran");
     assert_eq!(hooks.stored.load(Ordering::SeqCst), jobs * per_job);
     for (job, (id, caller)) in ids.iter().enumerate() {
         let snapshot = runners[(job + 1) % 3].status(caller, *id).await.unwrap();

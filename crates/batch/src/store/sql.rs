@@ -14,6 +14,7 @@
 //! | claimable | live, has work, no claim out (PostgreSQL: or its lease lapsed), retry time come |
 //! | rotation | the claimable job served longest ago: `ORDER BY served, id` |
 //! | evictable | not live, no claim out; least recently touched first (`touch_seq`) |
+//! | settled | all done → `done`, all failed → `failed`, else `partial` |
 
 use crate::job::{Counts, JobStatus};
 use crate::time::Timestamp;
@@ -29,6 +30,13 @@ pub(crate) const IDLE: &str = "in_flight IS NULL";
 
 /// `WHERE` text of an ended job with no claim out: what eviction may remove.
 pub(crate) const EVICTABLE: &str = "status NOT IN ('queued', 'running') AND in_flight IS NULL";
+
+/// A job's terminal status from its counts *before* the `UPDATE` that stores its last target
+/// and that target's increments (`$3` done, `$4` failed): all done → `done`, all failed →
+/// `failed`, else `partial` (`JobStatus::settled`, in SQL).
+#[cfg(feature = "postgres")]
+pub(crate) const SETTLED: &str = "CASE WHEN failed + $4 = 0 THEN 'done' \
+     WHEN done + $3 = 0 THEN 'failed' ELSE 'partial' END";
 
 /// The rotation: the job served longest ago first (see `Store`'s docs).
 pub(crate) const ROTATION: &str = "ORDER BY served, id";

@@ -245,6 +245,31 @@ macro_rules! transaction {
     }};
 }
 
+/// Runs `$body`, a call that is one SQL statement, on a pooled connection `$c`: on the
+/// store's own pool in autocommit (one round trip: the statement is its own transaction), on
+/// an application's pool inside a transaction that sets `search_path` first.
+macro_rules! one_statement {
+    ($store:expr, |$c:ident| $body:expr) => {{
+        let call = async {
+            let mut client = $store.client().await?;
+            let value = if $store.per_call.is_none() {
+                let $c = &client;
+                $body.await?
+            } else {
+                let tx: Transaction<'_> = $store.begin(&mut client).await?;
+                let value = {
+                    let $c = &tx;
+                    $body.await?
+                };
+                tx.commit().await?;
+                value
+            };
+            Ok::<_, PostgresError>((value, client))
+        };
+        call.await.map_err(StoreError::from)
+    }};
+}
+
 impl Store for PostgresStore {
     fn lease_ttl(&self) -> Option<Duration> {
         Some(self.lease_ttl)
@@ -265,12 +290,13 @@ impl Store for PostgresStore {
 
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
         self.wakeups.claiming();
-        transaction!(self, |tx| queries::claim(
-            &tx,
+        let (claim, _client) = one_statement!(self, |c| queries::claim(
+            c,
             &self.channel,
             now,
             self.lease_ttl
-        ))
+        ))?;
+        Ok(claim)
     }
 
     async fn renew(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
@@ -284,14 +310,13 @@ impl Store for PostgresStore {
         result: TargetState,
         now: Timestamp,
     ) -> Result<Completion, StoreError> {
-        let mut client = self.client().await.map_err(StoreError::from)?;
-        let stored = async {
-            let tx = self.begin(&mut client).await?;
-            let stored = queries::complete(&tx, &self.channel, claim, result, now).await?;
-            tx.commit().await?;
-            Ok::<_, PostgresError>(stored)
-        };
-        let (completion, note) = stored.await.map_err(StoreError::from)?;
+        let ((completion, note), client) = one_statement!(self, |c| queries::complete(
+            c,
+            &self.channel,
+            claim,
+            result,
+            now
+        ))?;
         if let Some(note) = note
             && let Err(err) = queries::notify_after(&client, &self.channel, note).await
         {

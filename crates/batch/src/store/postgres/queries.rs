@@ -33,7 +33,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool_postgres::{Object, Transaction};
+use deadpool_postgres::{GenericClient, Object, Transaction};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -41,7 +41,7 @@ use super::PostgresError;
 use crate::error::{InvalidJob, SubmitError};
 use crate::hooks::TargetOutcome;
 use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
-use crate::store::sql::{self, EVICTABLE, HAS_WORK, IDLE, LIVE, ROTATION};
+use crate::store::sql::{self, EVICTABLE, HAS_WORK, IDLE, LIVE, ROTATION, SETTLED};
 pub(super) use crate::store::sql::{from_micros as from_sql, to_micros as to_sql};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
 use crate::summary::{JobSummary, Progress};
@@ -70,6 +70,16 @@ async fn query_opt(
 ) -> Result<Option<Row>> {
     let stmt = tx.prepare_cached(sql).await?;
     Ok(tx.query_opt(&stmt, params).await?)
+}
+
+/// [`query_opt`] on any connection or transaction: for the calls that are one statement.
+async fn query_opt_on<C: GenericClient>(
+    client: &C,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> Result<Option<Row>> {
+    let stmt = client.prepare_cached(sql).await?;
+    Ok(client.query_opt(&stmt, params).await?)
 }
 
 async fn query(
@@ -265,11 +275,14 @@ pub(super) async fn submit(
 
 /// The claim statement: picks the claimable job served longest ago (`$1` is the caller's
 /// `now`, for retry times; `$2` the lease in microseconds), skipping rows other transactions
-/// hold, claims its next target and stamps it served, in one round trip.
+/// hold, claims its next target, stamps it served, and announces a job it starts on channel
+/// `$3`: the whole claim in one statement, so one round trip.
 ///
 /// It also makes its transaction's commit [`relaxed`] (`set_config(…, TRUE)` is `SET LOCAL`
 /// as a function, so it costs no round trip): a claim lost in a server crash is a job not
-/// claimed, and its holder's store is then refused by the fencing token.
+/// claimed, and its holder's store is then refused by the fencing token. The start's
+/// payload has [`Note::payload`]'s words (a progress note: `p <job> running <pending> <done>
+/// <failed>`), which [`Note::parse`] reads.
 fn claim_sql() -> String {
     format!(
         "WITH pick AS (
@@ -280,26 +293,36 @@ fn claim_sql() -> String {
                AND (retry_at IS NULL OR retry_at <= $1)
              {ROTATION} LIMIT 1
              FOR UPDATE SKIP LOCKED),
-         relaxed AS (SELECT set_config('synchronous_commit', 'off', TRUE))
-         UPDATE jobs AS j SET in_flight = nextval('claim_tokens'),
-             lease_until = {SERVER_NOW} + $2, rescue = FALSE, retry_at = NULL,
-             status = 'running', served = nextval('serves'),
-             updated = CASE WHEN pick.started THEN $1 ELSE j.updated END
-         FROM pick, relaxed, targets AS t
-         WHERE j.id = pick.id AND t.job = pick.id AND t.idx = j.next
-         RETURNING j.id, j.caller, j.next, j.busy_since, j.in_flight, j.total, j.done, j.failed,
-             pick.rescued, pick.started, t.target"
+         relaxed AS (SELECT set_config('synchronous_commit', 'off', TRUE)),
+         claimed AS (
+             UPDATE jobs AS j SET in_flight = nextval('claim_tokens'),
+                 lease_until = {SERVER_NOW} + $2, rescue = FALSE, retry_at = NULL,
+                 status = 'running', served = nextval('serves'),
+                 updated = CASE WHEN pick.started THEN $1 ELSE j.updated END
+             FROM pick, relaxed, targets AS t
+             WHERE j.id = pick.id AND t.job = pick.id AND t.idx = j.next
+             RETURNING j.id, j.caller, j.next, j.busy_since, j.in_flight, j.total, j.done,
+                 j.failed, pick.rescued, pick.started, t.target),
+         started AS (
+             SELECT pg_notify($3, 'p ' || id || ' running ' || (total - done - failed) || ' '
+                 || done || ' ' || failed)
+             FROM claimed WHERE started)
+         SELECT id, caller, next, busy_since, in_flight, rescued, started, target,
+             (SELECT COUNT(*) FROM started)
+         FROM claimed"
     )
 }
 
-pub(super) async fn claim(
-    tx: &Transaction<'_>,
+/// Claims the next target by the rotation, in one statement ([`claim_sql`]).
+pub(super) async fn claim<C: GenericClient>(
+    client: &C,
     channel: &str,
     now: Timestamp,
     lease: Duration,
 ) -> Result<Option<Claim>> {
     let now = to_sql(now);
-    let Some(row) = query_opt(tx, &claim_sql(), &[&now, &micros(lease)]).await? else {
+    let params: [&(dyn ToSql + Sync); 3] = [&now, &micros(lease), &channel];
+    let Some(row) = query_opt_on(client, &claim_sql(), &params).await? else {
         return Ok(None);
     };
     let id: i64 = row.get(0);
@@ -307,17 +330,11 @@ pub(super) async fn claim(
     let index: i32 = row.get(2);
     let busy_since: Option<i64> = row.get(3);
     let token: i64 = row.get(4);
-    let rescued: bool = row.get(8);
-    let started: bool = row.get(9);
-    let target: String = row.get(10);
+    let rescued: bool = row.get(5);
+    let started: bool = row.get(6);
+    let target: String = row.get(7);
     if rescued {
         tracing::warn!(job = id, "claim lease lapsed; the target is claimed again");
-    }
-    if started {
-        // Watchers see the start; workers have nothing new to claim.
-        let counts = counts(row.get(5), row.get(6), row.get(7));
-        let progress = Progress::new(JobStatus::Running, counts, None);
-        notify(tx, channel, Note::new(false, id, progress)).await?;
     }
     Ok(Some(Claim {
         job: JobId::new(id as u64),
@@ -393,17 +410,53 @@ async fn end_claim(
     Ok(true)
 }
 
-/// Stores a claimed target's result in one statement (the job row and the target row), and
-/// ends the job if that was its last target.
+/// The store statement: stores a claimed target's result (`$7`–`$10`) under the claim's
+/// token (`$2`; the fencing: a stale claim matches no row), moves the job's `next` and counts,
+/// and, when that was the job's last target, settles its status ([`sql::SETTLED`]), puts it
+/// into the eviction order, announces its end on channel `$11` (`$12` is the outcome's letter)
+/// inside the statement, so the end is as durable as the result, and counts the live jobs
+/// left. One statement, so one round trip and one commit.
+///
+/// The end's payload has [`Note::payload`]'s words (a progress note with the last target),
+/// which [`Note::parse`] reads.
+fn complete_sql() -> String {
+    format!(
+        "WITH j AS (
+             UPDATE jobs SET next = next + 1, done = done + $3, failed = failed + $4,
+                 busy_since = NULL, bytes = bytes + $5, updated = $6,
+                 in_flight = NULL, lease_until = NULL, retry_at = NULL,
+                 status = CASE WHEN {LIVE} AND next + 1 = total THEN {SETTLED} ELSE status END,
+                 touch_seq = CASE WHEN {LIVE} AND next + 1 < total THEN touch_seq
+                                  ELSE nextval('touches') END,
+                 touched = CASE WHEN {LIVE} AND next + 1 < total THEN touched ELSE $6 END
+             WHERE id = $1 AND in_flight = $2
+             RETURNING id, status, next, total, done, failed, created),
+         t AS (
+             UPDATE targets SET state = $7, output = $8, error = $9, hint = $10
+             FROM j WHERE targets.job = j.id AND targets.idx = j.next - 1
+             RETURNING 1),
+         over AS (
+             SELECT pg_notify($11, 'p ' || id || ' ' || status || ' '
+                 || (total - done - failed) || ' ' || done || ' ' || failed || ' '
+                 || (next - 1) || ' ' || $12)
+             FROM j WHERE NOT ({LIVE}))
+         SELECT status, next, total, done, failed, created,
+             (SELECT COUNT(*) FROM t), (SELECT COUNT(*) FROM over),
+             CASE WHEN status IN ('done', 'failed', 'partial')
+                  THEN (SELECT COUNT(*) FROM jobs WHERE {LIVE}) - 1 END
+         FROM j"
+    )
+}
+
+/// Stores a claimed target's result in one statement ([`complete_sql`]).
 ///
 /// Returns the completion and, for a job that goes on, the progress [`Note`] to announce
-/// *after* the commit ([`notify_after`]): a `NOTIFY` in this transaction would hold
+/// *after* the commit ([`notify_after`]): a `NOTIFY` in this statement would hold
 /// PostgreSQL's database-wide notify lock through the commit's flush to disk, serializing
-/// every replica's stores. A job that ended announces itself inside the transaction, so its
-/// end is never lost with a crash. No wake-up is needed for a job that goes on: the worker
-/// that stored it claims again at once.
-pub(super) async fn complete(
-    tx: &Transaction<'_>,
+/// every replica's stores. No wake-up is needed for a job that goes on: the worker that
+/// stored it claims again at once.
+pub(super) async fn complete<C: GenericClient>(
+    client: &C,
     channel: &str,
     claim: &Claim,
     result: TargetState,
@@ -414,43 +467,35 @@ pub(super) async fn complete(
         .to_columns()
         .ok_or_else(|| PostgresError::InvalidRow("a pending result cannot be stored".into()))?;
     let id = claim.job.get() as i64;
-    let sql_now = to_sql(now);
-    // Matching the token is the fencing: a stale claim changes no row.
-    let row = query_opt(
-        tx,
-        "WITH j AS (
-             UPDATE jobs SET next = next + 1, done = done + $3, failed = failed + $4,
-                 busy_since = NULL, bytes = bytes + $5, updated = $6,
-                 in_flight = NULL, lease_until = NULL, retry_at = NULL
-             WHERE id = $1 AND in_flight = $2
-             RETURNING id, status, next, total, done, failed, created),
-         t AS (
-             UPDATE targets SET state = $7, output = $8, error = $9, hint = $10
-             FROM j WHERE targets.job = j.id AND targets.idx = j.next - 1
-             RETURNING 1)
-         SELECT status, next, total, done, failed, created, (SELECT COUNT(*) FROM t) FROM j",
-        &[
-            &id,
-            &(claim.token as i64),
-            &i32::from(state == "done"),
-            &i32::from(state == "failed"),
-            &(bytes as i64),
-            &sql_now,
-            &state,
-            &output,
-            &error,
-            &hint,
-        ],
-    )
-    .await?;
-    let Some(row) = row else {
+    let outcome = if state == "done" {
+        TargetOutcome::Done
+    } else {
+        TargetOutcome::Failed
+    };
+    let letter = match outcome {
+        TargetOutcome::Done => "d",
+        TargetOutcome::Failed => "f",
+    };
+    let params: [&(dyn ToSql + Sync); 12] = [
+        &id,
+        &(claim.token as i64),
+        &i32::from(state == "done"),
+        &i32::from(state == "failed"),
+        &(bytes as i64),
+        &to_sql(now),
+        &state,
+        &output,
+        &error,
+        &hint,
+        &channel,
+        &letter,
+    ];
+    let Some(row) = query_opt_on(client, &complete_sql(), &params).await? else {
         return Ok((Completion::Stale, None));
     };
-    let status: String = row.get(0);
+    let status = parse_status(row.get(0))?;
     let next: i32 = row.get(1);
-    let total: i32 = row.get(2);
-    let done: i32 = row.get(3);
-    let failed: i32 = row.get(4);
+    let counts = counts(row.get(2), row.get(3), row.get(4));
     let created: i64 = row.get(5);
     if row.get::<_, i64>(6) != 1 {
         return Err(PostgresError::InvalidRow(format!(
@@ -458,76 +503,32 @@ pub(super) async fn complete(
             next - 1
         )));
     }
-    let found = parse_status(&status)?;
-    let was_live = found.is_live();
-    let mut ended = None;
-    let status = if was_live && next == total {
-        let settled = JobStatus::settled(done as usize, failed as usize);
-        ended = Some((settled, now.saturating_since(from_sql(created))));
-        Some(settled.as_str())
-    } else {
-        None
+    let live_after: Option<i64> = row.get(8);
+    let progress = Progress::new(status, counts, Some(((next - 1) as usize, outcome)));
+    let ended = live_after.map(|live| Ended {
+        job: claim.job,
+        status,
+        counts,
+        after: now.saturating_since(from_sql(created)),
+        live_jobs: usize::try_from(live).unwrap_or(0),
+    });
+    let note = status.is_live().then(|| Note::new(false, id, progress));
+    let completion = Completion::Stored {
+        bytes,
+        ended,
+        progress,
     };
-    let counts = counts(total, done, failed);
-    let outcome = if state == "done" {
-        TargetOutcome::Done
-    } else {
-        TargetOutcome::Failed
-    };
-    let after_status = ended.map_or(found, |(settled, _)| settled);
-    let progress = Progress::new(after_status, counts, Some(((next - 1) as usize, outcome)));
-    let over = !was_live || ended.is_some();
-    let note = Note::new(false, id, progress);
-    if !over {
-        let completion = Completion::Stored {
-            bytes,
-            ended: None,
-            progress,
-        };
-        return Ok((completion, Some(note)));
-    }
-    notify(tx, channel, note).await?;
-    // The job is over and idle now: it enters the eviction order as the latest touched.
-    execute(
-        tx,
-        "UPDATE jobs SET status = COALESCE($2, status), touch_seq = nextval('touches'),
-             touched = $3
-         WHERE id = $1",
-        &[&id, &status, &sql_now],
-    )
-    .await?;
-    let ended = match ended {
-        Some((status, after)) => Some(Ended {
-            job: claim.job,
-            status,
-            counts,
-            after,
-            live_jobs: live_jobs(tx).await?,
-        }),
-        None => None,
-    };
-    Ok((
-        Completion::Stored {
-            bytes,
-            ended,
-            progress,
-        },
-        None,
-    ))
+    Ok((completion, note))
 }
 
-/// Sends `note` on `channel` in a transaction of its own that does not wait for its commit
-/// to reach the disk: the store it announces committed already, and a note lost with a crash
-/// is superseded by the job's next one (its end is announced durably, by `complete`).
+/// Sends `note` on `channel` after the store it announces committed, in one statement whose
+/// commit does not wait for the disk: a note lost with a crash is superseded by the job's
+/// next one (its end is announced durably, by [`complete_sql`]).
 pub(super) async fn notify_after(client: &Object, channel: &str, note: Note) -> Result<()> {
-    // Both texts are ours: a validated channel name, and words of letters and digits.
-    client
-        .batch_execute(&format!(
-            "BEGIN; SET LOCAL synchronous_commit TO OFF;
-             SELECT pg_notify('{channel}', '{}'); COMMIT",
-            note.payload()
-        ))
+    let stmt = client
+        .prepare_cached("SELECT set_config('synchronous_commit', 'off', TRUE), pg_notify($1, $2)")
         .await?;
+    client.execute(&stmt, &[&channel, &note.payload()]).await?;
     Ok(())
 }
 

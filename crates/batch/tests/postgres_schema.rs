@@ -10,6 +10,9 @@ use batch::store::{NewJob, PostgresError, PostgresStore};
 use batch::store::{Store, Timestamp};
 use batch::{Caller, Counts, JobStatus, TargetState};
 
+/// The schema version this release writes.
+const LATEST: i32 = 4;
+
 async fn version(url: &str, schema: &str) -> i32 {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
@@ -43,10 +46,10 @@ async fn replicas_starting_together_migrate_once() {
     for start in starts {
         start.await.unwrap().expect("every replica opens the store");
     }
-    assert_eq!(version(&url, &schema).await, 3);
+    assert_eq!(version(&url, &schema).await, LATEST);
     // Opening again changes nothing.
     options.connect(&url).await.unwrap();
-    assert_eq!(version(&url, &schema).await, 3);
+    assert_eq!(version(&url, &schema).await, LATEST);
 }
 
 #[tokio::test]
@@ -65,7 +68,7 @@ async fn a_newer_schema_is_refused_and_left_alone() {
             refused,
             PostgresError::NewerSchema {
                 found: 7,
-                supported: 3
+                supported: LATEST
             }
         ),
         "{refused:?}"
@@ -106,7 +109,7 @@ async fn an_unreachable_server_is_unavailable() {
     assert!(matches!(err, PostgresError::Unavailable(_)), "{err:?}");
 }
 
-/// A schema written by version 1 (versions 2 and 3's changes undone by hand) opens migrated,
+/// A schema written by version 1 (the changes of versions 2 to 4 undone by hand) opens migrated,
 /// with its jobs' counts right, its pending target claimable in the new rotation, and keys
 /// working on it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,6 +153,11 @@ async fn a_version_1_schema_migrates_with_its_counts() {
         .batch_execute(&format!(
             "SET search_path TO \"{schema}\";
              DROP INDEX jobs_claimable;
+             DROP INDEX jobs_evictable;
+             CREATE INDEX jobs_leased ON jobs (lease_until) WHERE in_flight IS NOT NULL;
+             CREATE INDEX jobs_evictable ON jobs (touch_seq)
+                 WHERE status NOT IN ('queued', 'running') AND in_flight IS NULL;
+             ALTER TABLE jobs RESET (fillfactor);
              ALTER TABLE jobs DROP COLUMN served;
              DROP SEQUENCE serves;
              CREATE INDEX jobs_claimable ON jobs (id)
@@ -162,7 +170,7 @@ async fn a_version_1_schema_migrates_with_its_counts() {
         .await
         .unwrap();
     let store = options.connect(&url).await.unwrap();
-    assert_eq!(version(&url, &schema).await, 3);
+    assert_eq!(version(&url, &schema).await, LATEST);
     let counts = Counts::new(1, 1, 1);
     let summary = store.summary(id, &ann).await.unwrap().unwrap();
     assert_eq!(

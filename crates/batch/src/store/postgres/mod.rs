@@ -290,6 +290,19 @@ impl Store for PostgresStore {
 
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
         self.wakeups.claiming();
+        let (claim, client) = one_statement!(self, |c| queries::claim(
+            c,
+            &self.channel,
+            now,
+            self.lease_ttl
+        ))?;
+        if claim.is_some() {
+            return Ok(claim);
+        }
+        // The statement skips a job claimed or stored after its snapshot (`claim_sql`), which
+        // may have been the only work: a second statement, with a fresh snapshot, sees it. An
+        // idle worker pays this one statement more; a busy one never does.
+        drop(client);
         let (claim, _client) = one_statement!(self, |c| queries::claim(
             c,
             &self.channel,
@@ -394,6 +407,12 @@ impl Store for PostgresStore {
     }
 
     async fn evict_oldest(&self, max_bytes: u64) -> Result<Evicted, StoreError> {
+        // The runner asks after every stored target, and nearly every time the store is under
+        // its budget: one statement answers that, without a transaction's two more round trips.
+        let (bytes, _client) = one_statement!(self, |c| queries::stored_bytes(c))?;
+        if bytes <= max_bytes {
+            return Ok(Evicted::default());
+        }
         transaction!(self, |tx| queries::evict_oldest(&tx, max_bytes))
     }
 }

@@ -278,6 +278,15 @@ pub(super) async fn submit(
 /// hold, claims its next target, stamps it served, and announces a job it starts on channel
 /// `$3`: the whole claim in one statement, so one round trip.
 ///
+/// The `served = (SELECT … seen …)` condition keeps the rotation's order under concurrent
+/// claims. The scan orders rows by the stamps in the statement's snapshot; when it locks a
+/// row that another statement changed meanwhile, PostgreSQL re-checks the `WHERE` on the
+/// newest version (READ COMMITTED), but not the `ORDER BY`. Without the condition a job
+/// claimed and stored by another replica during this statement was taken again by its old
+/// stamp, ahead of jobs that had waited longer (seen: a job claimed four times while another
+/// waited, in the three-runner test). The sub-select reads the snapshot's stamp, the re-check
+/// the newest one: a row whose stamp moved is skipped, and the job waits its turn.
+///
 /// It also makes its transaction's commit [`relaxed`] (`set_config(…, TRUE)` is `SET LOCAL`
 /// as a function, so it costs no round trip): a claim lost in a server crash is a job not
 /// claimed, and its holder's store is then refused by the fencing token. The start's
@@ -291,15 +300,20 @@ fn claim_sql() -> String {
              WHERE {LIVE} AND {HAS_WORK}
                AND (in_flight IS NULL OR lease_until <= {SERVER_NOW})
                AND (retry_at IS NULL OR retry_at <= $1)
+               AND served = (SELECT seen.served FROM jobs AS seen WHERE seen.id = jobs.id)
              {ROTATION} LIMIT 1
              FOR UPDATE SKIP LOCKED),
+         minted AS (
+             SELECT id, rescued, started, nextval('claim_tokens') AS token,
+                 nextval('serves') AS stamp
+             FROM pick),
          relaxed AS (SELECT set_config('synchronous_commit', 'off', TRUE)),
          claimed AS (
-             UPDATE jobs AS j SET in_flight = nextval('claim_tokens'),
+             UPDATE jobs AS j SET in_flight = pick.token,
                  lease_until = {SERVER_NOW} + $2, rescue = FALSE, retry_at = NULL,
-                 status = 'running', served = nextval('serves'),
+                 status = 'running', served = pick.stamp,
                  updated = CASE WHEN pick.started THEN $1 ELSE j.updated END
-             FROM pick, relaxed, targets AS t
+             FROM minted AS pick, relaxed, targets AS t
              WHERE j.id = pick.id AND t.job = pick.id AND t.idx = j.next
              RETURNING j.id, j.caller, j.next, j.busy_since, j.in_flight, j.total, j.done,
                  j.failed, pick.rescued, pick.started, t.target),
@@ -753,8 +767,8 @@ pub(super) async fn cancel(
 }
 
 /// Bytes stored now: every kept job's target JSON and results.
-pub(super) async fn stored_bytes(tx: &Transaction<'_>) -> Result<u64> {
-    let row = query_opt(tx, "SELECT COALESCE(SUM(bytes), 0)::BIGINT FROM jobs", &[]).await?;
+pub(super) async fn stored_bytes<C: GenericClient>(client: &C) -> Result<u64> {
+    let row = query_opt_on(client, "SELECT COALESCE(SUM(bytes), 0)::BIGINT FROM jobs", &[]).await?;
     Ok(row.map_or(0, |row| row.get::<_, i64>(0)) as u64)
 }
 

@@ -92,6 +92,25 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_claimable ON jobs (served, id)
         WHERE status IN ('queued', 'running') AND next < total;
     ",
+    // Version 4: a stored target updates its job in place (a HOT update).
+    //
+    // PostgreSQL updates a row without touching its indexes only when no column an index
+    // names (key or `WHERE`) changes value. Version 3's indexes named `next` and `in_flight`
+    // and `lease_until`, so both updates of every target (claim and store) wrote a new entry in
+    // every index of `jobs` and left a dead one behind. Now only `served` (the claim's
+    // rotation key) and `status`/`touch_seq` (a job's start and end) are indexed among the
+    // columns that change: a live job always has a pending target (its last store ends it),
+    // so `next < total` adds nothing to `jobs_claimable`; the lease sweep scans live jobs
+    // through that index; eviction checks `in_flight` on the few ended jobs it visits. The
+    // fill factor leaves room on each page for the new row versions.
+    "
+    DROP INDEX jobs_claimable;
+    CREATE INDEX jobs_claimable ON jobs (served, id) WHERE status IN ('queued', 'running');
+    DROP INDEX jobs_leased;
+    DROP INDEX jobs_evictable;
+    CREATE INDEX jobs_evictable ON jobs (touch_seq) WHERE status NOT IN ('queued', 'running');
+    ALTER TABLE jobs SET (fillfactor = 50);
+    ",
 ];
 
 /// The schema version this crate writes.

@@ -642,18 +642,7 @@ impl<S: Store> Session<'_, S> {
             Op::Cancel(pick) => {
                 let (ref_id, store_id, asker) = self.pick_job(*pick);
                 let what = format!("{at}: cancel job {ref_id} as {asker}");
-                let expected = self.reference.cancel(ref_id, &asker, now);
-                let got = match self
-                    .store
-                    .cancel(store_id, &asker, now)
-                    .await
-                    .map_err(|e| failed("cancel", e))?
-                {
-                    store::CancelOutcome::NotFound => CancelOutcome::NotFound,
-                    store::CancelOutcome::Terminal => CancelOutcome::Terminal,
-                    store::CancelOutcome::Cancelled(e) => CancelOutcome::Cancelled(self.ended(&e)),
-                };
-                self.compare(what, Answer::Cancel(expected), Answer::Cancel(got))
+                self.cancel(what, ref_id, store_id, &asker).await
             }
             Op::Touch(pick) => {
                 let (ref_id, store_id, asker) = self.pick_job(*pick);
@@ -815,6 +804,30 @@ impl<S: Store> Session<'_, S> {
         }
     }
 
+    /// Cancels a job as `asker` in both stores (`ref_id` in the reference, `store_id` in the
+    /// store under test) at the sequence's clock, and compares the answers.
+    async fn cancel(
+        &mut self,
+        what: String,
+        ref_id: JobId,
+        store_id: JobId,
+        asker: &Caller,
+    ) -> Result<(), String> {
+        let now = self.now;
+        let expected = self.reference.cancel(ref_id, asker, now);
+        let got = match self
+            .store
+            .cancel(store_id, asker, now)
+            .await
+            .map_err(|e| failed("cancel", e))?
+        {
+            store::CancelOutcome::NotFound => CancelOutcome::NotFound,
+            store::CancelOutcome::Terminal => CancelOutcome::Terminal,
+            store::CancelOutcome::Cancelled(e) => CancelOutcome::Cancelled(self.ended(&e)),
+        };
+        self.compare(what, Answer::Cancel(expected), Answer::Cancel(got))
+    }
+
     /// Cancels every live job, releases every claim out and evicts everything, comparing each
     /// answer; then every caller's job list must be empty.
     async fn drain(&mut self) -> Result<(), String> {
@@ -827,18 +840,7 @@ impl<S: Store> Session<'_, S> {
                 .map(|(_, s, _)| *s)
                 .expect("every live job was submitted in the sequence");
             let what = format!("drain: cancel job {ref_id}");
-            let expected = self.reference.cancel(ref_id, &caller, now);
-            let got = match self
-                .store
-                .cancel(store_id, &caller, now)
-                .await
-                .map_err(|e| failed("cancel", e))?
-            {
-                store::CancelOutcome::NotFound => CancelOutcome::NotFound,
-                store::CancelOutcome::Terminal => CancelOutcome::Terminal,
-                store::CancelOutcome::Cancelled(e) => CancelOutcome::Cancelled(self.ended(&e)),
-            };
-            self.compare(what, Answer::Cancel(expected), Answer::Cancel(got))?;
+            self.cancel(what, ref_id, store_id, &caller).await?;
         }
         for k in 0..self.claims.len() {
             let (mine, theirs) = self.claims[k].clone();

@@ -768,7 +768,12 @@ pub(super) async fn cancel(
 
 /// Bytes stored now: every kept job's target JSON and results.
 pub(super) async fn stored_bytes<C: GenericClient>(client: &C) -> Result<u64> {
-    let row = query_opt_on(client, "SELECT COALESCE(SUM(bytes), 0)::BIGINT FROM jobs", &[]).await?;
+    let row = query_opt_on(
+        client,
+        "SELECT COALESCE(SUM(bytes), 0)::BIGINT FROM jobs",
+        &[],
+    )
+    .await?;
     Ok(row.map_or(0, |row| row.get::<_, i64>(0)) as u64)
 }
 

@@ -154,6 +154,7 @@ async fn a_version_1_schema_migrates_with_its_counts() {
             "SET search_path TO \"{schema}\";
              DROP INDEX jobs_claimable;
              DROP INDEX jobs_evictable;
+             DROP INDEX jobs_cancelled;
              CREATE INDEX jobs_leased ON jobs (lease_until) WHERE in_flight IS NOT NULL;
              CREATE INDEX jobs_evictable ON jobs (touch_seq)
                  WHERE status NOT IN ('queued', 'running') AND in_flight IS NULL;

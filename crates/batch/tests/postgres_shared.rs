@@ -63,11 +63,11 @@ async fn notify_wakes_an_idle_replica() {
 /// What the replicas did, in the order this process saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
-    /// A claim of a job, with its fencing token: tokens are drawn while the claim holds the
-    /// rotation row, so their order is the claims' exact commit order.
+    /// A claim of a job, with its fencing token: tokens are drawn right after the claim
+    /// locks its job, so their order is the order in which claims took their jobs.
     Claimed { job: u64, token: u64 },
-    /// A target of the job was stored and the job goes on.
-    Stored(u64),
+    /// A target of the job was stored under the claim with this token, and the job goes on.
+    Stored { job: u64, token: u64 },
 }
 
 /// A replica's store that logs claims and stored targets into one shared log.
@@ -104,10 +104,10 @@ impl StoreWrapper for Logged {
         let completion = self.store.complete(claim, result, now).await?;
         // A stored target that ended its job leaves nothing to wait for.
         if let Completion::Stored { ended: None, .. } = completion {
-            self.log
-                .lock()
-                .unwrap()
-                .push(Event::Stored(claim.job.get()));
+            self.log.lock().unwrap().push(Event::Stored {
+                job: claim.job.get(),
+                token: claim.token,
+            });
         }
         Ok(completion)
     }
@@ -152,9 +152,10 @@ impl Hooks for Counting {
 ///
 /// The fairness bound (`Store`'s docs): once a job is ready, every other job is claimed at
 /// most twice before it (once in turn by service stamp, once by a claim already under way
-/// when the job became ready). The check places each store after every claim logged before
-/// it, and a claim minted before the store committed may be logged after it (each job has at
-/// most one such claim, being serial): so the check allows three.
+/// when the job became ready). The check counts, for each stored target, the claims by token
+/// after every claim logged before the store and before the job's next claim; a claim minted
+/// before the store committed may be logged after it (each job has at most one such claim,
+/// being serial), so the check allows three.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
     if !pg::available() {
@@ -258,7 +259,7 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
     // it committed.
     let log = log.lock().unwrap().clone();
     let mut claims: Vec<(u64, u64)> = Vec::new(); // (token, job)
-    let mut stores: Vec<(u64, u64)> = Vec::new(); // (tokens logged before it, job)
+    let mut stores: Vec<(u64, u64, u64)> = Vec::new(); // (tokens logged before it, job, token)
     let mut logged_up_to = 0;
     for event in &log {
         match *event {
@@ -266,17 +267,25 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
                 claims.push((token, job));
                 logged_up_to = logged_up_to.max(token);
             }
-            Event::Stored(job) => stores.push((logged_up_to, job)),
+            Event::Stored { job, token } => stores.push((logged_up_to, job, token)),
         }
     }
     claims.sort_unstable();
     let mut worst = 0;
-    for (after, waiting) in stores {
+    for (after, waiting, stored) in stores {
+        // The job's next claim, by token; another replica may have taken it (and logged it)
+        // before this store was logged, and then the job waited for nothing.
+        let Some(&(next, _)) = claims
+            .iter()
+            .find(|&&(token, job)| job == waiting && token > stored)
+        else {
+            continue;
+        };
         let mut counts: HashMap<u64, usize> = HashMap::new();
-        for &(_, job) in claims.iter().filter(|&&(token, _)| token > after) {
-            if job == waiting {
-                break;
-            }
+        for &(_, job) in claims
+            .iter()
+            .filter(|&&(token, _)| token > after && token < next)
+        {
             let n = counts.entry(job).or_default();
             *n += 1;
             worst = worst.max(*n);

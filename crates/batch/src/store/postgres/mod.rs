@@ -290,26 +290,21 @@ impl Store for PostgresStore {
 
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
         self.wakeups.claiming();
-        let (claim, client) = one_statement!(self, |c| queries::claim(
-            c,
-            &self.channel,
-            now,
-            self.lease_ttl
-        ))?;
-        if claim.is_some() {
-            return Ok(claim);
-        }
-        // The statement skips a job claimed or stored after its snapshot (`claim_sql`), which
+        // A statement skips a job claimed or stored after its snapshot (`claim_sql`), which
         // may have been the only work: a second statement, with a fresh snapshot, sees it. An
         // idle worker pays this one statement more; a busy one never does.
-        drop(client);
-        let (claim, _client) = one_statement!(self, |c| queries::claim(
-            c,
-            &self.channel,
-            now,
-            self.lease_ttl
-        ))?;
-        Ok(claim)
+        for _ in 0..2 {
+            let (claim, _client) = one_statement!(self, |c| queries::claim(
+                c,
+                &self.channel,
+                now,
+                self.lease_ttl
+            ))?;
+            if claim.is_some() {
+                return Ok(claim);
+            }
+        }
+        Ok(None)
     }
 
     async fn renew(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {

@@ -281,11 +281,13 @@ pub(super) async fn submit(
 /// The `served = (SELECT … seen …)` condition keeps the rotation's order under concurrent
 /// claims. The scan orders rows by the stamps in the statement's snapshot; when it locks a
 /// row that another statement changed meanwhile, PostgreSQL re-checks the `WHERE` on the
-/// newest version (READ COMMITTED), but not the `ORDER BY`. Without the condition a job
-/// claimed and stored by another replica during this statement was taken again by its old
-/// stamp, ahead of jobs that had waited longer (seen: a job claimed four times while another
-/// waited, in the three-runner test). The sub-select reads the snapshot's stamp, the re-check
-/// the newest one: a row whose stamp moved is skipped, and the job waits its turn.
+/// newest version (READ COMMITTED), but not the `ORDER BY` (PostgreSQL's `SELECT` docs warn
+/// of rows out of order with a locking clause). Without the condition a job claimed and
+/// stored by another replica during this statement would be taken again by its old stamp,
+/// ahead of jobs that had waited longer. The sub-select reads the snapshot's stamp, the
+/// re-check the newest one: a row whose stamp moved is skipped, and the job waits its turn.
+/// `minted` draws the token and the stamp right after the lock, so token order is the order
+/// in which claims took their jobs.
 ///
 /// It also makes its transaction's commit [`relaxed`] (`set_config(…, TRUE)` is `SET LOCAL`
 /// as a function, so it costs no round trip): a claim lost in a server crash is a job not
@@ -587,13 +589,17 @@ pub(super) async fn release(
 
 /// Ends every lapsed claim on an ended job (nothing is left to rescue there), so that the
 /// job can be evicted; rows another transaction holds are left to a later sweep.
+///
+/// Only a cancel ends a job with a claim out (a job's last store clears its claim in the same
+/// update), so the sweep reads the cancelled jobs alone, through `jobs_cancelled`.
 async fn sweep_lapsed(tx: &Transaction<'_>, now: i64) -> Result<()> {
     let sql = format!(
         "UPDATE jobs SET in_flight = NULL, lease_until = NULL,
              touch_seq = nextval('touches'), touched = $1
          WHERE id IN (
              SELECT id FROM jobs
-             WHERE in_flight IS NOT NULL AND lease_until <= {SERVER_NOW} AND NOT ({LIVE})
+             WHERE status = 'cancelled' AND in_flight IS NOT NULL
+               AND lease_until <= {SERVER_NOW}
              FOR UPDATE SKIP LOCKED)
          RETURNING id"
     );

@@ -100,15 +100,18 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // every index of `jobs` and left a dead one behind. Now only `served` (the claim's
     // rotation key) and `status`/`touch_seq` (a job's start and end) are indexed among the
     // columns that change: a live job always has a pending target (its last store ends it),
-    // so `next < total` adds nothing to `jobs_claimable`; the lease sweep scans live jobs
-    // through that index; eviction checks `in_flight` on the few ended jobs it visits. The
-    // fill factor leaves room on each page for the new row versions.
+    // so `next < total` adds nothing to `jobs_claimable`; the earliest lease is read from
+    // live jobs through that index, and lapsed claims of ended jobs from cancelled ones
+    // through `jobs_cancelled` (only a cancel ends a job with a claim out); eviction checks
+    // `in_flight` on the few ended jobs it visits. The fill factor leaves room on each page
+    // for the new row versions.
     "
     DROP INDEX jobs_claimable;
     CREATE INDEX jobs_claimable ON jobs (served, id) WHERE status IN ('queued', 'running');
     DROP INDEX jobs_leased;
     DROP INDEX jobs_evictable;
     CREATE INDEX jobs_evictable ON jobs (touch_seq) WHERE status NOT IN ('queued', 'running');
+    CREATE INDEX jobs_cancelled ON jobs (id) WHERE status = 'cancelled';
     ALTER TABLE jobs SET (fillfactor = 50);
     ",
 ];

@@ -10,11 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use batch::hooks::Hooks;
-use batch::store::{Claim, Completion, NewJob, PostgresStore, StoreEvent, StoreWrapper};
+use batch::store::{Claim, Completion, NewJob, PostgresStore, StoreEvent, StoreWrapper, Submitted};
 use batch::store::{Store, Timestamp};
 use batch::{
     Caller, Config, Counts, FetchContext, FetchError, JobId, JobStatus, Progress, Runner,
-    StoreError, TargetOutcome, TargetState,
+    StoreError, SubmitError, TargetOutcome, TargetState,
 };
 use tokio::sync::{Notify, broadcast};
 
@@ -68,6 +68,8 @@ enum Event {
     Claimed { job: u64, token: u64 },
     /// A target of the job was stored under the claim with this token, and the job goes on.
     Stored { job: u64, token: u64 },
+    /// The job was submitted: ready from now on, as after a store.
+    Submitted(u64),
 }
 
 /// A replica's store that logs claims and stored targets into one shared log.
@@ -76,12 +78,23 @@ struct Logged {
     log: Arc<Mutex<Vec<Event>>>,
 }
 
-/// Only `claim` and `complete` change; the rest forwards to the PostgreSQL store.
+/// Only `submit`, `claim` and `complete` change; the rest forwards to the PostgreSQL store.
 impl StoreWrapper for Logged {
     type Inner = PostgresStore;
 
     fn inner(&self) -> &PostgresStore {
         &self.store
+    }
+
+    async fn submit(&self, job: NewJob) -> Result<Submitted, SubmitError> {
+        let submitted = self.store.submit(job).await?;
+        if !submitted.existing {
+            self.log
+                .lock()
+                .unwrap()
+                .push(Event::Submitted(submitted.id.get()));
+        }
+        Ok(submitted)
     }
 
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
@@ -152,8 +165,9 @@ impl Hooks for Counting {
 ///
 /// The fairness bound (`Store`'s docs): once a job is ready, every other job is claimed at
 /// most twice before it (once in turn by service stamp, once by a claim already under way
-/// when the job became ready). The check counts, for each stored target, the claims by token
-/// after every claim logged before the store and before the job's next claim; a claim minted
+/// when the job became ready). The check counts, for each submitted job and each stored
+/// target, the claims by token after every claim logged before the submit or store and
+/// before the job's next claim (so a job never started is caught too); a claim minted
 /// before the store committed may be logged after it (each job has at most one such claim,
 /// being serial), so the check allows three.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -253,10 +267,10 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
             );
         }
     }
-    // Fairness: between a job's stored target and its next claim, in claim order, no other
-    // job is claimed more than twice (the store's bound for concurrent claims), plus once
-    // more for the log itself: a claim logged after the store may have been minted before
-    // it committed.
+    // Fairness: between a job's submit or stored target and its next claim, in claim order,
+    // no other job is claimed more than twice (the store's bound for concurrent claims),
+    // plus once more for the log itself: a claim logged after the store may have been minted
+    // before it committed.
     let log = log.lock().unwrap().clone();
     let mut claims: Vec<(u64, u64)> = Vec::new(); // (token, job)
     let mut stores: Vec<(u64, u64, u64)> = Vec::new(); // (tokens logged before it, job, token)
@@ -268,6 +282,8 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
                 logged_up_to = logged_up_to.max(token);
             }
             Event::Stored { job, token } => stores.push((logged_up_to, job, token)),
+            // Every token is above 0: the wait ends at the job's first claim.
+            Event::Submitted(job) => stores.push((logged_up_to, job, 0)),
         }
     }
     claims.sort_unstable();

@@ -282,12 +282,16 @@ pub(super) async fn submit(
 /// claims. The scan orders rows by the stamps in the statement's snapshot; when it locks a
 /// row that another statement changed meanwhile, PostgreSQL re-checks the `WHERE` on the
 /// newest version (READ COMMITTED), but not the `ORDER BY` (PostgreSQL's `SELECT` docs warn
-/// of rows out of order with a locking clause). Without the condition a job claimed and
-/// stored by another replica during this statement would be taken again by its old stamp,
-/// ahead of jobs that had waited longer. The sub-select reads the snapshot's stamp, the
-/// re-check the newest one: a row whose stamp moved is skipped, and the job waits its turn.
-/// `minted` draws the token and the stamp right after the lock, so token order is the order
-/// in which claims took their jobs.
+/// of rows out of order with a locking clause). Without the condition a job claimed by
+/// another replica during this statement and released again (or back from a due retry)
+/// would be taken by its old stamp, ahead of jobs that had waited longer. The sub-select
+/// reads the snapshot's stamp, the re-check the newest one: a row whose stamp moved is
+/// skipped, and the job waits its turn. The target is joined on the picked (newest) `next`,
+/// not on `j.next`, which the `UPDATE` reads from the snapshot: a lapsed claim's holder that
+/// stores its target meanwhile moves `next`, and the join would then match nothing, an empty
+/// claim while holding the job. `minted` draws the token and the stamp right after the lock,
+/// so token order follows the order in which claims took their jobs as closely as one
+/// statement can (the three-runner test reads it).
 ///
 /// It also makes its transaction's commit [`relaxed`] (`set_config(…, TRUE)` is `SET LOCAL`
 /// as a function, so it costs no round trip): a claim lost in a server crash is a job not
@@ -297,7 +301,7 @@ pub(super) async fn submit(
 fn claim_sql() -> String {
     format!(
         "WITH pick AS (
-             SELECT id, in_flight IS NOT NULL AS rescued, status = 'queued' AS started
+             SELECT id, next, in_flight IS NOT NULL AS rescued, status = 'queued' AS started
              FROM jobs
              WHERE {LIVE} AND {HAS_WORK}
                AND (in_flight IS NULL OR lease_until <= {SERVER_NOW})
@@ -306,7 +310,7 @@ fn claim_sql() -> String {
              {ROTATION} LIMIT 1
              FOR UPDATE SKIP LOCKED),
          minted AS (
-             SELECT id, rescued, started, nextval('claim_tokens') AS token,
+             SELECT id, next, rescued, started, nextval('claim_tokens') AS token,
                  nextval('serves') AS stamp
              FROM pick),
          relaxed AS (SELECT set_config('synchronous_commit', 'off', TRUE)),
@@ -316,7 +320,7 @@ fn claim_sql() -> String {
                  status = 'running', served = pick.stamp,
                  updated = CASE WHEN pick.started THEN $1 ELSE j.updated END
              FROM minted AS pick, relaxed, targets AS t
-             WHERE j.id = pick.id AND t.job = pick.id AND t.idx = j.next
+             WHERE j.id = pick.id AND t.job = pick.id AND t.idx = pick.next
              RETURNING j.id, j.caller, j.next, j.busy_since, j.in_flight, j.total, j.done,
                  j.failed, pick.rescued, pick.started, t.target),
          started AS (
@@ -783,15 +787,13 @@ pub(super) async fn stored_bytes<C: GenericClient>(client: &C) -> Result<u64> {
     Ok(row.map_or(0, |row| row.get::<_, i64>(0)) as u64)
 }
 
+/// Evicts ended jobs, oldest touched first, until the store holds at most `max_bytes`; the
+/// caller has seen it over budget outside the lock.
 pub(super) async fn evict_oldest(tx: &Transaction<'_>, max_bytes: u64) -> Result<Evicted> {
     let mut evicted = Evicted::default();
-    let mut bytes = stored_bytes(tx).await?;
-    if bytes <= max_bytes {
-        return Ok(evicted);
-    }
     execute(tx, "SELECT pg_advisory_xact_lock($1)", &[&EVICT_LOCK]).await?;
-    // Read again under the lock: another replica may have evicted meanwhile.
-    bytes = stored_bytes(tx).await?;
+    // Read under the lock: another replica may have evicted since the caller looked.
+    let mut bytes = stored_bytes(tx).await?;
     let oldest_sql = format!(
         "SELECT id, bytes FROM jobs WHERE {EVICTABLE} ORDER BY touch_seq LIMIT 1
          FOR UPDATE SKIP LOCKED"

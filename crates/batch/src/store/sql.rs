@@ -3,9 +3,10 @@
 //! [`JobStatus`].
 //!
 //! The SQLite and PostgreSQL stores build their statements from these fragments (their
-//! placeholders differ, `?1` and `$1`, so the fragments take none), and their schemas' partial
-//! indexes repeat the same predicates word for word: SQLite uses a partial index only when
-//! the query's `WHERE` contains the index's.
+//! placeholders differ, `?1` and `$1`, so the fragments take none). SQLite's partial indexes
+//! repeat the same predicates word for word: SQLite uses a partial index only when the
+//! query's `WHERE` contains the index's. PostgreSQL's name only `LIVE` and the job's status,
+//! so that storing a target stays a HOT update (its schema version 4).
 //!
 //! | decision | rule |
 //! |---|---|

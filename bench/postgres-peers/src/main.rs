@@ -81,11 +81,14 @@ struct RunArgs {
     quick: bool,
     /// Subjects to run (all when empty).
     only: Vec<Subject>,
+    /// Cases to run by name (all when empty).
+    cases: Vec<String>,
 }
 
 const USAGE: &str = "usage:
-  postgres-peers run --out FILE [--quick] [--only SUBJECT[,SUBJECT…]]
-      SUBJECT: ours, bare, apalis, river; the URL comes from env BATCH_BENCH_POSTGRES_URL
+  postgres-peers run --out FILE [--quick] [--only SUBJECT[,SUBJECT…]] [--case CASE[,CASE…]]
+      SUBJECT: ours, bare, apalis, river; CASE: zero, io
+      the URL comes from env BATCH_BENCH_POSTGRES_URL
   postgres-peers child SUBJECT URL WORK_MS INDEX   (started by `run`; not for direct use)";
 
 fn main() -> ExitCode {
@@ -108,6 +111,7 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
     let mut out = None;
     let mut quick = false;
     let mut only = Vec::new();
+    let mut cases = Vec::new();
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -118,9 +122,22 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
                     only.push(name.parse()?);
                 }
             }
+            "--case" => {
+                for name in args.next().ok_or("--case needs a case")?.split(',') {
+                    match name {
+                        "zero" | "io" => cases.push(name.to_string()),
+                        other => return Err(format!("unknown case {other:?}\n{USAGE}")),
+                    }
+                }
+            }
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
     let out = out.ok_or_else(|| format!("--out FILE is required\n{USAGE}"))?;
-    Ok(RunArgs { out, quick, only })
+    Ok(RunArgs {
+        out,
+        quick,
+        only,
+        cases,
+    })
 }

@@ -22,9 +22,10 @@ const EXIT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the parent asks the database, once the children counted every item.
 const PROBE_EVERY: Duration = Duration::from_millis(2);
 
-fn cases(quick: bool) -> [Case; 2] {
-    let scale = if quick { 5 } else { 1 };
-    [
+/// The cases of a run: all, or those named by `--case`.
+fn cases(args: &RunArgs) -> Vec<Case> {
+    let scale = if args.quick { 5 } else { 1 };
+    let all = [
         Case {
             name: "zero",
             items: 5_000 / scale,
@@ -37,7 +38,10 @@ fn cases(quick: bool) -> [Case; 2] {
             work: Duration::from_millis(20),
             jobs: 64,
         },
-    ]
+    ];
+    all.into_iter()
+        .filter(|case| args.cases.is_empty() || args.cases.iter().any(|name| name == case.name))
+        .collect()
 }
 
 /// One timed drain.
@@ -87,7 +91,7 @@ async fn run_all(args: RunArgs, url: String) -> Result<(), String> {
     // Repeats outermost and subjects innermost: a machine that gets busier or quieter during
     // the run (other builds, the disk) shifts every subject's cells alike, not one subject's.
     for repeat in 0..repeats {
-        for case in cases(args.quick) {
+        for case in cases(&args) {
             for processes in PROCESSES {
                 for &subject in &subjects {
                     run_no += 1;
@@ -121,7 +125,7 @@ async fn run_all(args: RunArgs, url: String) -> Result<(), String> {
         "{}",
         table(
             &subjects,
-            &cases(args.quick),
+            &cases(&args),
             &measurements,
             repeats,
             &commit,

@@ -428,7 +428,8 @@ fn counts(pending: usize, done: usize, failed: usize) -> Counts {
 }
 
 /// Two stores over one schema: each change made through one arrives on the other's events,
-/// in commit order, with the job's status and counts right after it.
+/// in commit order, with the job's status and counts right after it (a stored target's with
+/// the storing store's next claim).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_through_one_store_is_an_event_on_the_other() {
     if !pg::available() {
@@ -465,6 +466,13 @@ async fn a_change_through_one_store_is_an_event_on_the_other() {
         Some((0, TargetOutcome::Done)),
     );
     assert_eq!(progress, stored);
+    // The store's note goes out with its next claim (here finding the job's next target).
+    let next = one
+        .claim(now)
+        .await
+        .unwrap()
+        .expect("the job's next target");
+    assert_eq!((next.index, next.started), (1, false));
     assert_eq!(next_progress(&mut events).await, (id, stored));
     one.cancel(id, &ann, now).await.unwrap();
     let (job, cancelled) = next_progress(&mut events).await;
@@ -476,6 +484,51 @@ async fn a_change_through_one_store_is_an_event_on_the_other() {
         )
     );
     assert!(cancelled.is_newer_than(&stored));
+}
+
+/// A stored target's progress note waits for its store's next claim, which sends it even when
+/// it claims nothing; another store's claim does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_targets_note_goes_out_with_the_next_claim_even_an_empty_one() {
+    if !pg::available() {
+        return;
+    }
+    let options = pg::options().schema(pg::fresh_schema().as_str());
+    let (one, two) = (pg::open(options.clone()), pg::open(options));
+    let mut events = two.events().expect("a shared store has events");
+    listening(&mut events).await;
+    let now = Timestamp::from(SystemTime::now());
+    let job = NewJob::new(Caller::new("ann"), vec!["1".into(), "2".into()], now, 10);
+    let id = one.submit(job).await.unwrap().id;
+    let claim = one.claim(now).await.unwrap().expect("the job is ready");
+    let output = TargetState::Done {
+        output_json: "1".into(),
+    };
+    one.complete(&claim, output, now).await.unwrap();
+    let next = two
+        .claim(now)
+        .await
+        .unwrap()
+        .expect("the job's next target");
+    assert_eq!(next.index, 1);
+    assert!(
+        one.claim(now).await.unwrap().is_none(),
+        "the only job is claimed"
+    );
+    let stored = Progress::new(
+        JobStatus::Running,
+        counts(1, 1, 0),
+        Some((0, TargetOutcome::Done)),
+    );
+    let mut seen = Vec::new();
+    while seen.last() != Some(&(id, stored)) {
+        seen.push(next_progress(&mut events).await);
+    }
+    assert_eq!(
+        seen.iter().map(|(_, p)| p.status).collect::<Vec<_>>(),
+        [JobStatus::Queued, JobStatus::Running, JobStatus::Running],
+        "submit, start, then the stored target: {seen:?}"
+    );
 }
 
 /// A listener whose connection the server ended reconnects and says `Missed`: its receivers

@@ -1,7 +1,8 @@
 //! [`PostgresStore`]: jobs in a PostgreSQL database that several runner processes share.
 //!
 //! Files: `options.rs` (settings, checked before anything connects, and the constructors),
-//! `connect.rs` (plain or TLS connections under the connect timeout), `tls.rs` (rustls,
+//! `connect.rs` (plain or TLS connections under the connect timeout), `carry.rs` (what a
+//! stored target leaves for the next statements), `tls.rs` (rustls,
 //! feature `postgres-tls`), `listen.rs` (the `LISTEN` connection), `schema.rs` (migrations),
 //! `queries.rs` (every call's SQL), `error.rs`.
 //!
@@ -9,15 +10,17 @@
 //!
 //! 1. Every call is one transaction on one pooled connection, committed only if the call
 //!    succeeds: a failed or dropped call changes nothing.
-//! 2. Every transaction runs in the store's schema: the pool the store builds sets
-//!    `search_path` at connection start-up; on an application's pool ([`per_call`]) each
-//!    transaction sets it with `SET LOCAL` first.
+//! 2. Every transaction runs in the store's schema, with bitmap scans off (the claim must
+//!    walk its index in order, `queries.rs`): the pool the store builds sets both at
+//!    connection start-up; on an application's pool ([`per_call`]) each transaction sets
+//!    them with `SET LOCAL` first.
 //! 3. The schema name entering SQL was validated (no quote can occur in it) and is quoted.
 //! 4. Nothing waits on the server without a bound, except a statement a live server delays
 //!    (see the type's guarantees).
 //!
 //! [`per_call`]: PostgresStore::per_call
 
+mod carry;
 mod connect;
 mod error;
 mod listen;
@@ -76,17 +79,23 @@ use crate::time::Timestamp;
 /// - **Wake-ups**: submit, a retry, a release, a cancel and a job's end send `NOTIFY`; idle
 ///   workers of every replica `LISTEN` and claim at once, and claim again at least every
 ///   [`PostgresOptions::poll_interval`] regardless.
-/// - **Events**: each of those `NOTIFY`s, one for a claim that starts a job, and one sent
-///   right after each stored target's commit carry the job's status and counts right after
-///   the change; [`Store::events`] receivers get it as a
+/// - **Events**: each of those `NOTIFY`s, one for a claim that starts a job, and one for each
+///   stored target carry the job's status and counts right after the change. A stored target
+///   of a job that goes on is announced by the same process's next claim (one statement fewer
+///   per target; a worker claims again as soon as it stored), so a replica that stops
+///   claiming may leave its last such note unsent: watchers elsewhere then see that job's
+///   next change instead, and its end is always announced with the store that ends it; [`Store::events`] receivers get it as a
 ///   [`StoreEvent::Progress`] (from every replica, this one included), and a
 ///   [`StoreEvent::Missed`] whenever the listening connection was (re)opened, since changes
 ///   made while it was not listening are not announced. The listener starts at the first
 ///   `events` call made inside a tokio runtime, or at the first idle wait.
 /// - **A lost connection** is a [`StoreError::Unavailable`]: the runner retries the call on a
 ///   fresh connection; the transaction rolled back, so nothing is lost or stored twice.
-/// - `max_live_jobs`, one live job per caller, and the byte budget hold across replicas
-///   (`submit` and eviction take advisory locks).
+/// - `max_live_jobs` and one live job per caller hold across replicas (`submit` takes an
+///   advisory lock), and so does the byte budget (eviction takes one), with one slack: the
+///   check after a stored target reads the total its own statement saw, so targets stored at
+///   that moment through other connections can leave the store over `max_bytes` by their
+///   bytes until the next stored target is checked.
 /// - **No hang on an unanswering server.** Opening a connection, waiting for a pooled one and
 ///   checking one before reuse are each bounded ([`PostgresOptions::connect_timeout`] and the
 ///   pool timeouts), and TCP keepalive notices a peer that died under an open connection: each
@@ -117,8 +126,9 @@ use crate::time::Timestamp;
 #[derive(Debug)]
 pub struct PostgresStore {
     pool: Pool,
-    /// `SET LOCAL search_path …`, run first in every transaction over a pool the application
-    /// gave ([`PostgresOptions::connect_pool`]), whose connections do not start in the schema.
+    /// `SET LOCAL search_path …` and the planner setting the claim needs (`options.rs`), run
+    /// first in every transaction over a pool the application gave
+    /// ([`PostgresOptions::connect_pool`]), whose connections do not start with them.
     per_call: Option<String>,
     /// The longest wait for a connection of such a pool (ours has deadpool's own timeouts).
     get_timeout: Option<Duration>,
@@ -126,6 +136,10 @@ pub struct PostgresStore {
     channel: String,
     lease_ttl: Duration,
     poll_interval: Duration,
+    /// Progress notes the next claim statement sends.
+    notes: carry::PendingNotes,
+    /// The stored bytes the last store statement saw, for the budget check after it.
+    stored_total: carry::StoredTotal,
 }
 
 impl PostgresStore {
@@ -141,7 +155,9 @@ impl PostgresStore {
         let channel = format!("batch_{schema}");
         Self {
             pool,
-            per_call: foreign_pool.then(|| format!("SET LOCAL search_path TO \"{schema}\"")),
+            per_call: foreign_pool.then(|| {
+                format!("SET LOCAL search_path TO \"{schema}\"; SET LOCAL enable_bitmapscan TO off")
+            }),
             get_timeout: foreign_pool.then(|| options.get_timeout()),
             wakeups: listen::Wakeups::new(
                 listen,
@@ -152,6 +168,8 @@ impl PostgresStore {
             channel,
             lease_ttl: options.lease(),
             poll_interval: options.poll(),
+            notes: carry::PendingNotes::default(),
+            stored_total: carry::StoredTotal::default(),
         }
     }
 
@@ -285,6 +303,8 @@ impl Store for PostgresStore {
         let tx = self.begin(&mut client).await?;
         let submitted = queries::submit(&tx, &self.channel, job).await?;
         tx.commit().await.map_err(PostgresError::from)?;
+        // The job's targets count against the budget: a total seen before it is stale.
+        self.stored_total.take();
         Ok(submitted)
     }
 
@@ -294,12 +314,22 @@ impl Store for PostgresStore {
         // may have been the only work: a second statement, with a fresh snapshot, sees it. An
         // idle worker pays this one statement more; a busy one never does.
         for _ in 0..2 {
-            let (claim, _client) = one_statement!(self, |c| queries::claim(
+            let notes = self.notes.take();
+            let claimed = one_statement!(self, |c| queries::claim(
                 c,
                 &self.channel,
                 now,
-                self.lease_ttl
-            ))?;
+                self.lease_ttl,
+                &notes
+            ));
+            let claim = match claimed {
+                Ok((claim, _client)) => claim,
+                Err(err) => {
+                    // Not sent: the next claim tries them again.
+                    notes.into_iter().for_each(|note| self.notes.push(note));
+                    return Err(err);
+                }
+            };
             if claim.is_some() {
                 return Ok(claim);
             }
@@ -318,20 +348,20 @@ impl Store for PostgresStore {
         result: TargetState,
         now: Timestamp,
     ) -> Result<Completion, StoreError> {
-        let ((completion, note), client) = one_statement!(self, |c| queries::complete(
+        let (stored, _client) = one_statement!(self, |c| queries::complete(
             c,
             &self.channel,
             claim,
             result,
             now
         ))?;
-        if let Some(note) = note
-            && let Err(err) = queries::notify_after(&client, &self.channel, note).await
-        {
-            // The result is stored; only other replicas' watchers miss this step.
-            tracing::debug!(%err, "batch postgres store: progress note not sent");
+        if let Some(note) = stored.note {
+            self.notes.push(note);
         }
-        Ok(completion)
+        if let Some(bytes) = stored.total_bytes {
+            self.stored_total.set(bytes);
+        }
+        Ok(stored.completion)
     }
 
     async fn retry_later(
@@ -403,8 +433,12 @@ impl Store for PostgresStore {
 
     async fn evict_oldest(&self, max_bytes: u64) -> Result<Evicted, StoreError> {
         // The runner asks after every stored target, and nearly every time the store is under
-        // its budget: one statement answers that, without a transaction's two more round trips.
-        let (bytes, _client) = one_statement!(self, |c| queries::stored_bytes(c))?;
+        // its budget: the total the store statement saw answers that (`carry.rs`), or else one
+        // statement, without a transaction's two more round trips.
+        let bytes = match self.stored_total.take() {
+            Some(bytes) => bytes,
+            None => one_statement!(self, |c| queries::stored_bytes(c))?.0,
+        };
         if bytes <= max_bytes {
             return Ok(Evicted::default());
         }

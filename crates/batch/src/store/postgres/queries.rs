@@ -19,8 +19,9 @@
 //!   a compact [`Note`] as payload: whether the change can make a job claimable (then idle
 //!   workers of every replica wake), and the job's status and counts right after it. The
 //!   listener (`listen.rs`) turns each into a [`StoreEvent`](crate::store::StoreEvent). A
-//!   stored target of a job that goes on is announced just *after* its commit
-//!   ([`notify_after`]); everything else inside its transaction (delivered at commit).
+//!   stored target of a job that goes on is announced *after* its commit, by the next claim
+//!   statement of the same process ([`claim_sql`], [`Stored::note`]); everything else inside
+//!   its transaction (delivered at commit).
 //! - **Durability where it is owed.** PostgreSQL serializes the commits of transactions that
 //!   sent `NOTIFY`, flush to disk included; and a claim, a renewal, a busy retry or a release
 //!   lost in a server crash loses no result (the lease and the fencing token make it good).
@@ -30,10 +31,10 @@
 //! - `submit` and `evict_oldest` take a transaction-level advisory lock each, so `max_live_jobs`
 //!   and the byte budget hold across replicas.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use deadpool_postgres::{GenericClient, Object, Transaction};
+use deadpool_postgres::{GenericClient, Transaction};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -298,54 +299,71 @@ pub(super) async fn submit(
 /// claimed, and its holder's store is then refused by the fencing token. The start's
 /// payload has [`Note::payload`]'s words (a progress note: `p <job> running <pending> <done>
 /// <failed>`), which [`Note::parse`] reads.
-fn claim_sql() -> String {
-    format!(
-        "WITH pick AS (
-             SELECT id, next, in_flight IS NOT NULL AS rescued, status = 'queued' AS started
-             FROM jobs
-             WHERE {LIVE} AND {HAS_WORK}
-               AND (in_flight IS NULL OR lease_until <= {SERVER_NOW})
-               AND (retry_at IS NULL OR retry_at <= $1)
-               AND served = (SELECT seen.served FROM jobs AS seen WHERE seen.id = jobs.id)
-             {ROTATION} LIMIT 1
-             FOR UPDATE SKIP LOCKED),
-         minted AS (
-             SELECT id, next, rescued, started, nextval('claim_tokens') AS token,
-                 nextval('serves') AS stamp
-             FROM pick),
-         relaxed AS (SELECT set_config('synchronous_commit', 'off', TRUE)),
-         claimed AS (
-             UPDATE jobs AS j SET in_flight = pick.token,
-                 lease_until = {SERVER_NOW} + $2, rescue = FALSE, retry_at = NULL,
-                 status = 'running', served = pick.stamp,
-                 updated = CASE WHEN pick.started THEN $1 ELSE j.updated END
-             FROM minted AS pick, relaxed, targets AS t
-             WHERE j.id = pick.id AND t.job = pick.id AND t.idx = pick.next
-             RETURNING j.id, j.caller, j.next, j.busy_since, j.in_flight, j.total, j.done,
-                 j.failed, pick.rescued, pick.started, t.target),
-         started AS (
-             SELECT pg_notify($3, 'p ' || id || ' running ' || (total - done - failed) || ' '
-                 || done || ' ' || failed)
-             FROM claimed WHERE started)
-         SELECT id, caller, next, busy_since, in_flight, rescued, started, target,
-             (SELECT COUNT(*) FROM started)
-         FROM claimed"
-    )
+///
+/// `$4` carries the payloads of progress notes this process's stores left to send
+/// ([`complete`]): `notes` sends them whether or not a job is claimed, which is why the
+/// statement always answers one row (`claimed` joined to it, all `NULL` when nothing was
+/// claimed).
+///
+/// The pick must walk `jobs_claimable` in order and stop at the first job it can lock; the
+/// store's connections plan with `enable_bitmapscan` off (`options.rs`), because a bitmap scan
+/// reads every entry of the index, the dead ones every claim leaves included, and sorts.
+fn claim_sql() -> &'static str {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "WITH pick AS (
+                 SELECT id, next, in_flight IS NOT NULL AS rescued, status = 'queued' AS started
+                 FROM jobs
+                 WHERE {LIVE} AND {HAS_WORK}
+                   AND (in_flight IS NULL OR lease_until <= {SERVER_NOW})
+                   AND (retry_at IS NULL OR retry_at <= $1)
+                   AND served = (SELECT seen.served FROM jobs AS seen WHERE seen.id = jobs.id)
+                 {ROTATION} LIMIT 1
+                 FOR UPDATE SKIP LOCKED),
+             minted AS (
+                 SELECT id, next, rescued, started, nextval('claim_tokens') AS token,
+                     nextval('serves') AS stamp
+                 FROM pick),
+             relaxed AS (SELECT set_config('synchronous_commit', 'off', TRUE)),
+             claimed AS (
+                 UPDATE jobs AS j SET in_flight = pick.token,
+                     lease_until = {SERVER_NOW} + $2, rescue = FALSE, retry_at = NULL,
+                     status = 'running', served = pick.stamp,
+                     updated = CASE WHEN pick.started THEN $1 ELSE j.updated END
+                 FROM minted AS pick, relaxed, targets AS t
+                 WHERE j.id = pick.id AND t.job = pick.id AND t.idx = pick.next
+                 RETURNING j.id, j.caller, j.next, j.busy_since, j.in_flight, j.total, j.done,
+                     j.failed, pick.rescued, pick.started, t.target),
+             started AS (
+                 SELECT pg_notify($3, 'p ' || id || ' running ' || (total - done - failed) || ' '
+                     || done || ' ' || failed)
+                 FROM claimed WHERE started),
+             notes AS (SELECT pg_notify($3, note) FROM unnest($4::TEXT[]) AS note)
+             SELECT c.id, c.caller, c.next, c.busy_since, c.in_flight, c.rescued, c.started,
+                 c.target, (SELECT COUNT(*) FROM started), (SELECT COUNT(*) FROM notes)
+             FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON TRUE"
+        )
+    });
+    &SQL
 }
 
-/// Claims the next target by the rotation, in one statement ([`claim_sql`]).
+/// Claims the next target by the rotation, in one statement ([`claim_sql`]) that also sends
+/// `notes` (payloads of progress notes still to send).
 pub(super) async fn claim<C: GenericClient>(
     client: &C,
     channel: &str,
     now: Timestamp,
     lease: Duration,
+    notes: &[String],
 ) -> Result<Option<Claim>> {
     let now = to_sql(now);
-    let params: [&(dyn ToSql + Sync); 3] = [&now, &micros(lease), &channel];
-    let Some(row) = query_opt_on(client, &claim_sql(), &params).await? else {
+    let params: [&(dyn ToSql + Sync); 4] = [&now, &micros(lease), &channel, &notes];
+    let Some(row) = query_opt_on(client, claim_sql(), &params).await? else {
         return Ok(None);
     };
-    let id: i64 = row.get(0);
+    let Some(id) = row.get::<_, Option<i64>>(0) else {
+        return Ok(None);
+    };
     let caller: String = row.get(1);
     let index: i32 = row.get(2);
     let busy_since: Option<i64> = row.get(3);
@@ -435,53 +453,69 @@ async fn end_claim(
 /// and, when that was the job's last target, settles its status ([`sql::SETTLED`]), puts it
 /// into the eviction order, announces its end on channel `$11` (`$12` is the outcome's letter)
 /// inside the statement, so the end is as durable as the result, and counts the live jobs
-/// left. One statement, so one round trip and one commit.
+/// left. It also answers the bytes the store holds with this result: the sum its snapshot
+/// sees plus `$5`, for the budget check that follows ([`StoredTotal`](super::carry::StoredTotal)).
+/// One statement, so one round trip and one commit.
 ///
 /// The end's payload has [`Note::payload`]'s words (a progress note with the last target),
 /// which [`Note::parse`] reads.
-fn complete_sql() -> String {
-    format!(
-        "WITH j AS (
-             UPDATE jobs SET next = next + 1, done = done + $3, failed = failed + $4,
-                 busy_since = NULL, bytes = bytes + $5, updated = $6,
-                 in_flight = NULL, lease_until = NULL, retry_at = NULL,
-                 status = CASE WHEN {LIVE} AND next + 1 = total THEN {SETTLED} ELSE status END,
-                 touch_seq = CASE WHEN {LIVE} AND next + 1 < total THEN touch_seq
-                                  ELSE nextval('touches') END,
-                 touched = CASE WHEN {LIVE} AND next + 1 < total THEN touched ELSE $6 END
-             WHERE id = $1 AND in_flight = $2
-             RETURNING id, status, next, total, done, failed, created),
-         t AS (
-             UPDATE targets SET state = $7, output = $8, error = $9, hint = $10
-             FROM j WHERE targets.job = j.id AND targets.idx = j.next - 1
-             RETURNING 1),
-         over AS (
-             SELECT pg_notify($11, 'p ' || id || ' ' || status || ' '
-                 || (total - done - failed) || ' ' || done || ' ' || failed || ' '
-                 || (next - 1) || ' ' || $12)
-             FROM j WHERE NOT ({LIVE}))
-         SELECT status, next, total, done, failed, created,
-             (SELECT COUNT(*) FROM t), (SELECT COUNT(*) FROM over),
-             CASE WHEN status IN ('done', 'failed', 'partial')
-                  THEN (SELECT COUNT(*) FROM jobs WHERE {LIVE}) - 1 END
-         FROM j"
-    )
+fn complete_sql() -> &'static str {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "WITH j AS (
+                 UPDATE jobs SET next = next + 1, done = done + $3, failed = failed + $4,
+                     busy_since = NULL, bytes = bytes + $5, updated = $6,
+                     in_flight = NULL, lease_until = NULL, retry_at = NULL,
+                     status = CASE WHEN {LIVE} AND next + 1 = total THEN {SETTLED}
+                                   ELSE status END,
+                     touch_seq = CASE WHEN {LIVE} AND next + 1 < total THEN touch_seq
+                                      ELSE nextval('touches') END,
+                     touched = CASE WHEN {LIVE} AND next + 1 < total THEN touched ELSE $6 END
+                 WHERE id = $1 AND in_flight = $2
+                 RETURNING id, status, next, total, done, failed, created),
+             t AS (
+                 UPDATE targets SET state = $7, output = $8, error = $9, hint = $10
+                 FROM j WHERE targets.job = j.id AND targets.idx = j.next - 1
+                 RETURNING 1),
+             over AS (
+                 SELECT pg_notify($11, 'p ' || id || ' ' || status || ' '
+                     || (total - done - failed) || ' ' || done || ' ' || failed || ' '
+                     || (next - 1) || ' ' || $12)
+                 FROM j WHERE NOT ({LIVE}))
+             SELECT status, next, total, done, failed, created,
+                 (SELECT COUNT(*) FROM t), (SELECT COUNT(*) FROM over),
+                 CASE WHEN status IN ('done', 'failed', 'partial')
+                      THEN (SELECT COUNT(*) FROM jobs WHERE {LIVE}) - 1 END,
+                 (SELECT COALESCE(SUM(bytes), 0) FROM jobs)::BIGINT + $5
+             FROM j"
+        )
+    });
+    &SQL
+}
+
+/// A stored target, as [`complete`] reports it.
+pub(super) struct Stored {
+    /// What the store answers.
+    pub(super) completion: Completion,
+    /// For a job that goes on, the payload of its progress note, which the next claim
+    /// statement sends ([`claim_sql`]): a `NOTIFY` in this statement would hold PostgreSQL's
+    /// database-wide notify lock through the commit's flush to disk, serializing every
+    /// replica's stores, and a statement of its own costs a round trip per target. No wake-up
+    /// is needed for a job that goes on: the worker that stored it claims again at once.
+    pub(super) note: Option<String>,
+    /// The bytes the store holds with this result, as this statement saw them
+    /// (`None` for a stale claim).
+    pub(super) total_bytes: Option<u64>,
 }
 
 /// Stores a claimed target's result in one statement ([`complete_sql`]).
-///
-/// Returns the completion and, for a job that goes on, the progress [`Note`] to announce
-/// *after* the commit ([`notify_after`]): a `NOTIFY` in this statement would hold
-/// PostgreSQL's database-wide notify lock through the commit's flush to disk, serializing
-/// every replica's stores. No wake-up is needed for a job that goes on: the worker that
-/// stored it claims again at once.
 pub(super) async fn complete<C: GenericClient>(
     client: &C,
     channel: &str,
     claim: &Claim,
     result: TargetState,
     now: Timestamp,
-) -> Result<(Completion, Option<Note>)> {
+) -> Result<Stored> {
     let bytes = result.stored_bytes();
     let (state, output, error, hint) = result
         .to_columns()
@@ -510,8 +544,12 @@ pub(super) async fn complete<C: GenericClient>(
         &channel,
         &letter,
     ];
-    let Some(row) = query_opt_on(client, &complete_sql(), &params).await? else {
-        return Ok((Completion::Stale, None));
+    let Some(row) = query_opt_on(client, complete_sql(), &params).await? else {
+        return Ok(Stored {
+            completion: Completion::Stale,
+            note: None,
+            total_bytes: None,
+        });
     };
     let status = parse_status(row.get(0))?;
     let next: i32 = row.get(1);
@@ -524,6 +562,7 @@ pub(super) async fn complete<C: GenericClient>(
         )));
     }
     let live_after: Option<i64> = row.get(8);
+    let total_bytes = u64::try_from(row.get::<_, i64>(9)).unwrap_or(0);
     let progress = Progress::new(status, counts, Some(((next - 1) as usize, outcome)));
     let ended = live_after.map(|live| Ended {
         job: claim.job,
@@ -532,24 +571,18 @@ pub(super) async fn complete<C: GenericClient>(
         after: now.saturating_since(from_sql(created)),
         live_jobs: usize::try_from(live).unwrap_or(0),
     });
-    let note = status.is_live().then(|| Note::new(false, id, progress));
-    let completion = Completion::Stored {
-        bytes,
-        ended,
-        progress,
-    };
-    Ok((completion, note))
-}
-
-/// Sends `note` on `channel` after the store it announces committed, in one statement whose
-/// commit does not wait for the disk: a note lost with a crash is superseded by the job's
-/// next one (its end is announced durably, by [`complete_sql`]).
-pub(super) async fn notify_after(client: &Object, channel: &str, note: Note) -> Result<()> {
-    let stmt = client
-        .prepare_cached("SELECT set_config('synchronous_commit', 'off', TRUE), pg_notify($1, $2)")
-        .await?;
-    client.execute(&stmt, &[&channel, &note.payload()]).await?;
-    Ok(())
+    let note = status
+        .is_live()
+        .then(|| Note::new(false, id, progress).payload());
+    Ok(Stored {
+        completion: Completion::Stored {
+            bytes,
+            ended,
+            progress,
+        },
+        note,
+        total_bytes: Some(total_bytes),
+    })
 }
 
 /// Lets the running transaction commit without waiting for its commit record to reach the

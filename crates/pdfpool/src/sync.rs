@@ -1,13 +1,14 @@
 //! The one place that names the synchronisation primitives of shared state.
 //!
 //! Under `cfg(all(test, loom))` these are loom's, so a model sees every lock of the admission
-//! table; otherwise they are std's. No other file names `std::sync` for shared state.
+//! table and every atomic of the layer's gate; otherwise they are std's. No other file names `std::sync` for shared state.
 
 #[cfg(all(test, loom))]
 use loom::sync as imp;
 #[cfg(not(all(test, loom)))]
 use std::sync as imp;
 
+pub(crate) use imp::atomic::{AtomicUsize, Ordering};
 pub(crate) use imp::{Arc, MutexGuard};
 
 /// A mutex whose [`lock`](Mutex::lock) ignores poisoning.

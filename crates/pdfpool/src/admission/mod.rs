@@ -92,8 +92,9 @@ pub struct AdmissionLayer {
 }
 
 impl AdmissionLayer {
-    /// A layer letting `slots` requests in at once, with `queue` more waiting for at most
-    /// `wait` each (capped at [`Pool::MAX_WAIT`](crate::Pool::MAX_WAIT)).
+    /// A layer letting `slots` requests in at once (at most `isize::MAX`, which more count
+    /// as), with `queue` more waiting for at most `wait` each (capped at
+    /// [`Pool::MAX_WAIT`](crate::Pool::MAX_WAIT)).
     ///
     /// # Panics
     ///

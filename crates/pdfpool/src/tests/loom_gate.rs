@@ -1,10 +1,12 @@
 //! loom models of the admission gate (`admission/gate.rs`): a slot that frees races a waiter
-//! that gives up, and a new request races a slot that frees. Every model ends with the gate
+//! that gives up, a new request races a slot that frees, and two new requests race it (the
+//! lock-free fast path against the `QUEUED` bit). Every model ends with the gate
 //! empty: no slot is ever lost or counted twice, and the bounds hold throughout (the gate's
 //! own `check` runs after every transition).
 //!
 //! The handover channel is tokio's oneshot, whose atomics loom does not see: the models explore
-//! the interleavings of the gate's lock, and a waiter looks at its mailbox without blocking.
+//! the interleavings of the gate's lock and its word, and a waiter looks at its mailbox
+//! without blocking.
 
 use std::time::Duration;
 
@@ -88,6 +90,49 @@ fn loom_a_slot_passes_over_a_waiter_that_left() {
             .expect("the slot reached the second waiter");
         assert_eq!((gate.inside(), gate.queued()), (1, 0));
         drop(slot);
+        assert_eq!((gate.inside(), gate.queued()), (0, 0));
+    });
+}
+
+/// Two new requests arrive while the only slot frees: whatever the order, at most one of them
+/// holds the slot at a time, a waiter is handed the slot only once it is free, and the gate
+/// ends empty.
+#[test]
+fn loom_two_requests_race_release() {
+    loom::model(|| {
+        let gate = gate(1, 1);
+        let holder = inside(Gate::enter(&gate));
+        let releaser = thread::spawn(move || drop(holder));
+        let other = {
+            let gate = Arc::clone(&gate);
+            thread::spawn(move || Gate::enter(&gate))
+        };
+        let mine = Gate::enter(&gate);
+        releaser.join().unwrap();
+        let theirs = other.join().unwrap();
+        let mut held = Vec::new();
+        let mut waiting = Vec::new();
+        for entry in [mine, theirs] {
+            match entry {
+                Entry::Inside(slot) => held.push(slot),
+                Entry::Queued(waiter) => waiting.push(waiter),
+                Entry::Full => {}
+            }
+        }
+        for waiter in &mut waiting {
+            if let Some(slot) = waiter.try_granted() {
+                held.push(slot);
+            }
+        }
+        assert_eq!(
+            held.len(),
+            1,
+            "the freed slot is held by exactly one request"
+        );
+        assert_eq!(gate.inside(), 1);
+        drop(held);
+        // A waiter still queued is handed the slot now; dropping it frees the slot.
+        drop(waiting);
         assert_eq!((gate.inside(), gate.queued()), (0, 0));
     });
 }

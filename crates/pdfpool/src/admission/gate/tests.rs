@@ -95,3 +95,28 @@ async fn the_deadline_refuses_a_waiter_and_frees_its_place() {
     assert_eq!(started.elapsed(), Duration::from_secs(10));
     assert_eq!((gate.inside(), gate.queued()), (1, 0));
 }
+
+/// A request that queues behind the last waiter leaving sees no stale "someone waits": the
+/// next request after the queue empties goes in as soon as a slot frees, without the lock
+/// handing it over (the `QUEUED` bit is cleared with the queue).
+#[test]
+fn the_queue_emptied_by_a_leaver_lets_the_next_request_straight_in() {
+    let gate = gate(1, 1);
+    let holder = inside(Gate::enter(&gate));
+    let waiter = queued(Gate::enter(&gate));
+    drop(waiter); // gives up: the queue is empty again, every slot still taken
+    assert_eq!((gate.inside(), gate.queued()), (1, 0));
+    drop(holder);
+    assert_eq!((gate.inside(), gate.queued()), (0, 0));
+    let _next = inside(Gate::enter(&gate));
+    assert_eq!((gate.inside(), gate.queued()), (1, 0));
+}
+
+/// More slots than the word can count are capped, not wrapped into the `QUEUED` bit.
+#[test]
+fn slots_beyond_isize_max_are_capped() {
+    let gate = gate(usize::MAX, 0);
+    assert_eq!(gate.slots(), isize::MAX as usize);
+    let _a = inside(Gate::enter(&gate));
+    assert_eq!((gate.inside(), gate.queued()), (1, 0));
+}

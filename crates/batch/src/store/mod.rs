@@ -258,11 +258,12 @@ pub struct Evicted {
 /// # Events
 ///
 /// A store shared by several processes returns a receiver from [`events`](Self::events): a
-/// [`StoreEvent::Progress`] for each change to a job made through the store (at least those
-/// made by other processes; this process's own may arrive too), and [`StoreEvent::Missed`]
-/// when some may have been lost. A store may announce a stored target of a job that goes on
-/// late, or leave it to be superseded by the job's next change (the PostgreSQL store sends it
-/// with its process's next claim); a job's start and end are always announced. A store owned by one process keeps the default, `None`:
+/// [`StoreEvent::Progress`] for each change to a job made through the store, at least those
+/// made by other processes (this process's own may arrive too), and [`StoreEvent::Missed`]
+/// when some may have been lost. Two exceptions: a store may announce a stored target of a
+/// job that goes on late, or leave it to be superseded by the job's next change (the
+/// PostgreSQL store sends it with its process's next claim); a job's start and end are
+/// always announced. A store owned by one process keeps the default, `None`:
 /// every change goes through its own runner, which reports it itself.
 ///
 /// # Wrappers

@@ -80,22 +80,23 @@ use crate::time::Timestamp;
 ///   workers of every replica `LISTEN` and claim at once, and claim again at least every
 ///   [`PostgresOptions::poll_interval`] regardless.
 /// - **Events**: each of those `NOTIFY`s, one for a claim that starts a job, and one for each
-///   stored target carry the job's status and counts right after the change. A stored target
-///   of a job that goes on is announced by the same process's next claim (one statement fewer
-///   per target; a worker claims again as soon as it stored), so a replica that stops
-///   claiming may leave its last such note unsent: watchers elsewhere then see that job's
-///   next change instead, and its end is always announced with the store that ends it; [`Store::events`] receivers get it as a
-///   [`StoreEvent::Progress`] (from every replica, this one included), and a
-///   [`StoreEvent::Missed`] whenever the listening connection was (re)opened, since changes
-///   made while it was not listening are not announced. The listener starts at the first
-///   `events` call made inside a tokio runtime, or at the first idle wait.
+///   stored target carry the job's status and counts right after the change;
+///   [`Store::events`] receivers get each as a [`StoreEvent::Progress`] (from every replica,
+///   this one included), and a [`StoreEvent::Missed`] whenever the listening connection was
+///   (re)opened, since changes made while it was not listening are not announced. A stored
+///   target of a job that goes on is announced by the same process's next claim (one
+///   statement fewer per target; a worker claims again as soon as it stored), so a replica
+///   that stops claiming may leave its last such note unsent: watchers elsewhere then see
+///   that job's next change instead. A job's end is always announced with the store that
+///   ends it. The listener starts at the first `events` call made inside a tokio runtime, or
+///   at the first idle wait.
 /// - **A lost connection** is a [`StoreError::Unavailable`]: the runner retries the call on a
 ///   fresh connection; the transaction rolled back, so nothing is lost or stored twice.
 /// - `max_live_jobs` and one live job per caller hold across replicas (`submit` takes an
 ///   advisory lock), and so does the byte budget (eviction takes one), with one slack: the
-///   check after a stored target reads the total its own statement saw, so targets stored at
-///   that moment through other connections can leave the store over `max_bytes` by their
-///   bytes until the next stored target is checked.
+///   check after a stored target reads the total its own statement saw, so targets stored
+///   or jobs submitted at that moment through other connections can leave the store over
+///   `max_bytes` by their bytes until the next stored target is checked.
 /// - **No hang on an unanswering server.** Opening a connection, waiting for a pooled one and
 ///   checking one before reuse are each bounded ([`PostgresOptions::connect_timeout`] and the
 ///   pool timeouts), and TCP keepalive notices a peer that died under an open connection: each
@@ -186,7 +187,7 @@ impl PostgresStore {
         }
     }
 
-    /// Opens a transaction on `client`, in the store's schema.
+    /// Opens a transaction on `client`, in the store's schema and planner settings.
     async fn begin<'a>(&self, client: &'a mut Object) -> Result<Transaction<'a>, PostgresError> {
         let tx = client.transaction().await?;
         if let Some(sql) = &self.per_call {
@@ -265,7 +266,8 @@ macro_rules! transaction {
 
 /// Runs `$body`, a call that is one SQL statement, on a pooled connection `$c`: on the
 /// store's own pool in autocommit (one round trip: the statement is its own transaction), on
-/// an application's pool inside a transaction that sets `search_path` first.
+/// an application's pool inside a transaction that sets `search_path` and the planner
+/// setting first.
 macro_rules! one_statement {
     ($store:expr, |$c:ident| $body:expr) => {{
         let call = async {
@@ -299,11 +301,14 @@ impl Store for PostgresStore {
     }
 
     async fn submit(&self, job: NewJob) -> Result<Submitted, SubmitError> {
+        // The job's targets count against the budget: a total seen before it is stale. Dropped
+        // before (a commit whose answer is lost still counts) and after (a store statement
+        // that ran meanwhile did not see it).
+        self.stored_total.take();
         let mut client = self.client().await?;
         let tx = self.begin(&mut client).await?;
         let submitted = queries::submit(&tx, &self.channel, job).await?;
         tx.commit().await.map_err(PostgresError::from)?;
-        // The job's targets count against the budget: a total seen before it is stale.
         self.stored_total.take();
         Ok(submitted)
     }
@@ -314,19 +319,21 @@ impl Store for PostgresStore {
         // may have been the only work: a second statement, with a fresh snapshot, sees it. An
         // idle worker pays this one statement more; a busy one never does.
         for _ in 0..2 {
-            let notes = self.notes.take();
+            let notes = self.notes.sending();
             let claimed = one_statement!(self, |c| queries::claim(
                 c,
                 &self.channel,
                 now,
                 self.lease_ttl,
-                &notes
+                notes.payloads()
             ));
             let claim = match claimed {
-                Ok((claim, _client)) => claim,
+                Ok((claim, _client)) => {
+                    notes.sent(false);
+                    claim
+                }
                 Err(err) => {
-                    // Not sent: the next claim tries them again.
-                    notes.into_iter().for_each(|note| self.notes.push(note));
+                    notes.sent(matches!(err, StoreError::Unavailable(_)));
                     return Err(err);
                 }
             };

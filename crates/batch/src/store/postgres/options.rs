@@ -226,9 +226,9 @@ impl PostgresOptions {
 
     /// As [`connect`](Self::connect), with the connection settings as a
     /// [`tokio_postgres::Config`] (built in code, or from a URL with secrets added). The
-    /// store adds its `search_path` and `enable_bitmapscan=off` (which its claim needs) to the
-    /// config's `options`, sets `application_name` if the config has none, and replaces its connect timeout and keepalive settings with this
-    /// store's.
+    /// store adds its `search_path` and `enable_bitmapscan=off` (which its claim needs) to
+    /// the config's `options`, sets `application_name` if the config has none, and replaces
+    /// its connect timeout and keepalive settings with this store's.
     ///
     /// # Cancel safety
     ///
@@ -385,13 +385,13 @@ impl PostgresOptions {
         // The claim walks `jobs_claimable` in order and stops at the first job it can lock; a
         // bitmap scan would read every entry, the dead ones included, and sort (`claim_sql`).
         // No other query of the store gains from one.
-        let search_path = format!(
+        let settings = format!(
             "-c search_path=\"{}\" -c enable_bitmapscan=off",
             self.schema
         );
         let options = match config.get_options() {
-            Some(theirs) if !theirs.trim().is_empty() => format!("{theirs} {search_path}"),
-            _ => search_path,
+            Some(theirs) if !theirs.trim().is_empty() => format!("{theirs} {settings}"),
+            _ => settings,
         };
         config.options(options);
         if config.get_application_name().is_none() {

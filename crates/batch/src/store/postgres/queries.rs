@@ -358,6 +358,8 @@ pub(super) async fn claim<C: GenericClient>(
 ) -> Result<Option<Claim>> {
     let now = to_sql(now);
     let params: [&(dyn ToSql + Sync); 4] = [&now, &micros(lease), &channel, &notes];
+    // The statement answers one row, all `NULL` when it claimed nothing (no row at all would
+    // mean the same).
     let Some(row) = query_opt_on(client, claim_sql(), &params).await? else {
         return Ok(None);
     };
@@ -454,7 +456,10 @@ async fn end_claim(
 /// into the eviction order, announces its end on channel `$11` (`$12` is the outcome's letter)
 /// inside the statement, so the end is as durable as the result, and counts the live jobs
 /// left. It also answers the bytes the store holds with this result: the sum its snapshot
-/// sees plus `$5`, for the budget check that follows ([`StoredTotal`](super::carry::StoredTotal)).
+/// sees plus `$5`, for the budget check that follows
+/// ([`StoredTotal`](super::carry::StoredTotal)). The sum scans `jobs` while this statement
+/// holds the job's row lock; claims skip a locked row, and the notify lock is taken only at
+/// commit, so nothing waits on it.
 /// One statement, so one round trip and one commit.
 ///
 /// The end's payload has [`Note::payload`]'s words (a progress note with the last target),
@@ -562,7 +567,8 @@ pub(super) async fn complete<C: GenericClient>(
         )));
     }
     let live_after: Option<i64> = row.get(8);
-    let total_bytes = u64::try_from(row.get::<_, i64>(9)).unwrap_or(0);
+    // A negative sum cannot happen; if it did, the budget check reads the table itself.
+    let total_bytes = u64::try_from(row.get::<_, i64>(9)).ok();
     let progress = Progress::new(status, counts, Some(((next - 1) as usize, outcome)));
     let ended = live_after.map(|live| Ended {
         job: claim.job,
@@ -581,7 +587,7 @@ pub(super) async fn complete<C: GenericClient>(
             progress,
         },
         note,
-        total_bytes: Some(total_bytes),
+        total_bytes,
     })
 }
 

@@ -122,7 +122,8 @@ pub(super) const VERSION: i32 = MIGRATIONS.len() as i32;
 /// The advisory lock key migrations take (any constant; "batch" in ASCII).
 const MIGRATION_LOCK: i64 = 0x62_61_74_63_68;
 
-/// Creates `schema` (a name `PostgresOptions` validated: no quote can occur in it) if needed and brings it up to [`VERSION`], refusing a newer one.
+/// Creates `schema` (a name `PostgresOptions` validated: no quote can occur in it) if needed
+/// and brings it up to [`VERSION`], refusing a newer one.
 pub(super) async fn migrate(client: &mut Client, schema: &str) -> Result<(), PostgresError> {
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])

@@ -42,9 +42,9 @@ impl PendingNotes {
         queue.push_back(payload);
     }
 
-    /// Every queued payload, oldest first, for one claim statement to send. Unless the
-    /// statement's answer is passed to [`Sending::sent`], they go back to the front of the
-    /// queue: a claim that failed on a lost connection, or was dropped halfway, loses none.
+    /// Every queued payload, oldest first, for one claim statement to send. Unless
+    /// [`Sending::settle`] is called, they go back to the front of the queue when it drops: a
+    /// claim that failed on a lost connection, or was dropped halfway, loses none.
     pub(super) fn sending(&self) -> Sending<'_> {
         Sending {
             notes: self,
@@ -75,11 +75,11 @@ impl Sending<'_> {
         &self.payloads
     }
 
-    /// The statement answered: sent if it succeeded; dropped too if the server refused it for
+    /// These notes are not to be sent again: the statement ran, or the server refused it for
     /// any reason but a lost connection (a `NOTIFY` it cannot take, for one), so that one bad
     /// note cannot fail every later claim. Notes are progress, superseded by the next.
-    pub(super) fn sent(mut self, retry: bool) {
-        self.settled = !retry;
+    pub(super) fn settle(mut self) {
+        self.settled = true;
     }
 }
 
@@ -138,10 +138,9 @@ mod tests {
         notes.push("c".into()); // stored while the claim runs
         drop(sending); // the claim was dropped halfway
         assert_eq!(queued(&notes), ["a", "b", "c"]);
-        let sending = notes.sending();
-        sending.sent(true); // a lost connection: tried again
+        drop(notes.sending()); // a lost connection: tried again
         assert_eq!(queued(&notes), ["a", "b", "c"]);
-        notes.sending().sent(false); // sent, or refused for good
+        notes.sending().settle(); // sent, or refused for good
         assert!(queued(&notes).is_empty());
     }
 

@@ -2,8 +2,8 @@
 //!
 //! Files: `options.rs` (settings, checked before anything connects, and the constructors),
 //! `connect.rs` (plain or TLS connections under the connect timeout), `carry.rs` (what a
-//! stored target leaves for the next statements), `tls.rs` (rustls,
-//! feature `postgres-tls`), `listen.rs` (the `LISTEN` connection), `schema.rs` (migrations),
+//! stored target leaves for the next statements), `tls.rs` (rustls, feature
+//! `postgres-tls`), `listen.rs` (the `LISTEN` connection), `schema.rs` (migrations),
 //! `queries.rs` (every call's SQL), `error.rs`.
 //!
 //! Invariants:
@@ -329,11 +329,15 @@ impl Store for PostgresStore {
             ));
             let claim = match claimed {
                 Ok((claim, _client)) => {
-                    notes.sent(false);
+                    notes.settle();
                     claim
                 }
                 Err(err) => {
-                    notes.sent(matches!(err, StoreError::Unavailable(_)));
+                    // A lost connection puts the notes back (when `notes` drops); any other
+                    // failure drops them (`carry.rs`).
+                    if !matches!(err, StoreError::Unavailable(_)) {
+                        notes.settle();
+                    }
                     return Err(err);
                 }
             };

@@ -470,3 +470,22 @@ fn parse(url: &str) -> Result<tokio_postgres::Config, PostgresError> {
     url.parse()
         .map_err(|err: tokio_postgres::Error| PostgresError::Config(err.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The store's connections start in its schema and plan its claim as an ordered index
+    /// scan (`claim_sql`), after whatever options the application gave.
+    #[test]
+    fn connections_start_with_the_stores_settings_after_the_applications() {
+        let options = PostgresOptions::default().schema("jobs_a");
+        let mut config = parse("postgres://someone@localhost/db").unwrap();
+        config.options("-c statement_timeout=5s");
+        let prepared = options.prepare(config, &Connector::Plain).unwrap();
+        assert_eq!(
+            prepared.get_options(),
+            Some("-c statement_timeout=5s -c search_path=\"jobs_a\" -c enable_bitmapscan=off")
+        );
+    }
+}

@@ -8,6 +8,8 @@ use loom::sync as imp;
 #[cfg(not(all(test, loom)))]
 use std::sync as imp;
 
+// The layer's gate (feature `tower`, or alone for its loom models) is the one user.
+#[cfg(any(feature = "tower", all(test, loom)))]
 pub(crate) use imp::atomic::{AtomicUsize, Ordering};
 pub(crate) use imp::{Arc, MutexGuard};
 

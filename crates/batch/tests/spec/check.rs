@@ -39,6 +39,8 @@ pub enum Wakeups {
     /// server's) and converts their ends to the caller's, the reference (which gives such a
     /// store no lease) cannot say when a claim out lapses: while one is out, any time from
     /// now to `lease` ahead, and no later than the reference's wake-up, is accepted too.
+    /// (Only the PostgreSQL store is shared: without its feature nothing builds this.)
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     Shared {
         /// The store's fallback poll interval.
         poll: Duration,

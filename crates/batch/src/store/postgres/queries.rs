@@ -59,6 +59,10 @@ const EVICT_LOCK: i64 = 0x65_76_69_63_74;
 /// start), which stamps and judges leases.
 const SERVER_NOW: &str = "(EXTRACT(EPOCH FROM now()) * 1000000)::BIGINT";
 
+/// The bytes the store holds (every kept job's target JSON and results), as an expression:
+/// read by the budget check, alone ([`stored_bytes`]) or inside the store statement.
+const STORED_BYTES: &str = "(SELECT COALESCE(SUM(bytes), 0) FROM jobs)::BIGINT";
+
 fn micros(d: Duration) -> i64 {
     i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
 }
@@ -491,7 +495,7 @@ fn complete_sql() -> &'static str {
                  (SELECT COUNT(*) FROM t), (SELECT COUNT(*) FROM over),
                  CASE WHEN status IN ('done', 'failed', 'partial')
                       THEN (SELECT COUNT(*) FROM jobs WHERE {LIVE}) - 1 END,
-                 (SELECT COALESCE(SUM(bytes), 0) FROM jobs)::BIGINT + $5
+                 {STORED_BYTES} + $5
              FROM j"
         )
     });
@@ -817,12 +821,8 @@ pub(super) async fn cancel(
 
 /// Bytes stored now: every kept job's target JSON and results.
 pub(super) async fn stored_bytes<C: GenericClient>(client: &C) -> Result<u64> {
-    let row = query_opt_on(
-        client,
-        "SELECT COALESCE(SUM(bytes), 0)::BIGINT FROM jobs",
-        &[],
-    )
-    .await?;
+    let sql = format!("SELECT {STORED_BYTES}");
+    let row = query_opt_on(client, &sql, &[]).await?;
     Ok(row.map_or(0, |row| row.get::<_, i64>(0)) as u64)
 }
 

@@ -88,19 +88,24 @@ fn stale_claims_store_nothing() {
 }
 
 /// Holds the store's thread in a call until the returned sender is used or dropped, so that
-/// the calls made meanwhile wait in its channel and run as one batch.
-fn hold_thread(store: &Arc<SqliteStore>) -> std::sync::mpsc::Sender<()> {
+/// the calls made meanwhile wait in its channel and run as one batch. Returns once the thread
+/// is inside that call: a thread still on its way to it would take the calls queued next in
+/// the same batch as the hold (a race the busy gate hit).
+async fn hold_thread(store: &Arc<SqliteStore>) -> std::sync::mpsc::Sender<()> {
     let (release, held) = std::sync::mpsc::channel::<()>();
+    let (entered, inside) = tokio::sync::oneshot::channel::<()>();
     let store = Arc::clone(store);
     tokio::spawn(async move {
         let _ = store
             .thread
             .call(move |_| {
+                let _ = entered.send(());
                 let _ = held.recv();
                 Ok::<(), StoreError>(())
             })
             .await;
     });
+    inside.await.expect("the store's thread runs the hold");
     release
 }
 
@@ -126,8 +131,7 @@ fn a_call_that_fails_in_a_batch_undoes_only_itself() {
         .unwrap();
     rt.block_on(async {
         let store = Arc::new(SqliteStore::open_in_memory().unwrap());
-        let release = hold_thread(&store);
-        tokio::task::yield_now().await;
+        let release = hold_thread(&store).await;
         let first = queued(
             &store,
             |s| async move { s.submit(job("ann", &["1"])).await },
@@ -175,8 +179,7 @@ fn a_batch_that_sqlite_rolls_back_keeps_none_of_its_calls() {
             conn.pragma_update(None, "max_page_count", pages).unwrap();
         });
         let huge = format!("\"{}\"", "x".repeat(64 * 1024));
-        let release = hold_thread(&store);
-        tokio::task::yield_now().await;
+        let release = hold_thread(&store).await;
         let before = queued(
             &store,
             |s| async move { s.submit(job("bob", &["1"])).await },

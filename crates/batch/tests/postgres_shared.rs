@@ -429,7 +429,8 @@ fn counts(pending: usize, done: usize, failed: usize) -> Counts {
 
 /// Two stores over one schema: each change made through one arrives on the other's events,
 /// in commit order, with the job's status and counts right after it (a stored target's with
-/// the storing store's next claim).
+/// the storing store's next claim: no claim of that store sent notes before, so they are
+/// due).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_through_one_store_is_an_event_on_the_other() {
     if !pg::available() {
@@ -537,6 +538,51 @@ async fn a_stored_targets_note_goes_out_with_the_next_claim_even_an_empty_one() 
         seen.iter().map(|(_, p)| p.status).collect::<Vec<_>>(),
         [JobStatus::Queued, JobStatus::Running, JobStatus::Running],
         "submit, start, then the stored target: {seen:?}"
+    );
+}
+
+/// Notes of stored targets go out at most once per `progress_interval`: within it, a running
+/// job's newer counts wait (and its end, announced at once, supersedes them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_notes_wait_for_the_progress_interval_but_the_end_does_not() {
+    if !pg::available() {
+        return;
+    }
+    let options = pg::options()
+        .schema(pg::fresh_schema().as_str())
+        .progress_interval(Duration::from_secs(3600));
+    let (one, two) = (pg::open(options.clone()), pg::open(options));
+    let mut events = two.events().expect("a shared store has events");
+    listening(&mut events).await;
+    let now = Timestamp::from(SystemTime::now());
+    let targets = vec!["1".into(), "2".into(), "3".into()];
+    let id = one
+        .submit(NewJob::new(Caller::new("ann"), targets, now, 10))
+        .await
+        .unwrap()
+        .id;
+    for index in 0..3 {
+        let claim = one.claim(now).await.unwrap().expect("the job's next target");
+        assert_eq!(claim.index, index);
+        let output = TargetState::Done {
+            output_json: index.to_string(),
+        };
+        one.complete(&claim, output, now).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    while seen.last().is_none_or(|(_, p): &(JobId, Progress)| p.status.is_live()) {
+        seen.push(next_progress(&mut events).await);
+    }
+    let done = |n| Some((n, TargetOutcome::Done));
+    assert_eq!(
+        seen,
+        [
+            (id, Progress::new(JobStatus::Queued, counts(3, 0, 0), None)),
+            (id, Progress::new(JobStatus::Running, counts(3, 0, 0), None)),
+            // The first note goes out with the next claim; the second waits for the hour.
+            (id, Progress::new(JobStatus::Running, counts(2, 1, 0), done(0))),
+            (id, Progress::new(JobStatus::Done, counts(0, 3, 0), done(2))),
+        ]
     );
 }
 

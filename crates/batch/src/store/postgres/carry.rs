@@ -1,14 +1,20 @@
 //! What one call of the store leaves for the next, to save a statement per stored target.
 //!
-//! - [`PendingNotes`]: the progress notes of stored targets whose jobs go on. The store
-//!   statement cannot send them (a `NOTIFY` there would hold the server's notify lock through
-//!   the flush to disk); the next claim statement of the same process sends them all, and a
-//!   worker that stored a target claims again at once. A claim that fails on a lost
-//!   connection, or is dropped halfway, puts its notes back; any other failure drops them, so
-//!   that a note the server refuses cannot fail every later claim; and at most 4,096 wait.
-//!   A note still pending when the process stops claiming is lost. Each loss only delays
-//!   other replicas' watchers until that job's next note (its end is always announced inside
-//!   the store statement), and a note sent twice is harmless (watchers keep the newer).
+//! - [`PendingNotes`]: the progress notes of stored targets whose jobs go on, newest per job.
+//!   The store statement cannot send them (a `NOTIFY` there would hold the server's notify
+//!   lock through the flush to disk). A claim statement of the same process sends them all,
+//!   the first to run at least [`PostgresOptions::progress_interval`] after the last that sent
+//!   any (a worker that stored a target claims again at once; an idle one at least every
+//!   poll interval). Every `NOTIFY` wakes the listening connection of every replica, so
+//!   sending one per stored target cost each replica work per target of all the others
+//!   (the flat scaling measured in `docs/batch.md`); a job's progress only ever needs its
+//!   newest note. A job that ends drops its pending note (its end is announced inside the
+//!   store statement). A claim that fails on a lost connection, or is dropped halfway, puts
+//!   its notes back unless a newer note of the job came meanwhile; any other failure drops
+//!   them, so that a note the server refuses cannot fail every later claim; and at most
+//!   4,096 jobs' notes wait. A note still pending when the process stops claiming is lost.
+//!   Each loss or delay only delays other replicas' watchers until that job's next note, and
+//!   a note sent twice is harmless (watchers keep the newer).
 //! - [`StoredTotal`]: the bytes the store held right after a stored target, as that store
 //!   statement saw them. The runner asks [`Store::evict_oldest`](crate::store::Store) right
 //!   after every stored target, and nearly always the store is under its budget: the total
@@ -19,43 +25,87 @@
 //!   until the next stored target's check (the type's docs say so).
 //!
 //! Both are plain locks held for a push or a swap, never across an `.await`.
+//!
+//! [`PostgresOptions::progress_interval`]: super::PostgresOptions::progress_interval
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-/// The most notes kept waiting; a newer one pushes the oldest out. A note only matters until
-/// its job's next one, so a process that stopped claiming (or a server refusing `NOTIFY`)
-/// must not make the queue grow without bound.
+use crate::job::JobId;
+
+/// The most jobs whose notes wait; a note of one more job is dropped. A note only matters
+/// until its job's next one, so a process that stopped claiming (or a server refusing
+/// `NOTIFY`) must not make the map grow without bound.
 const MAX_PENDING: usize = 4096;
 
-/// Progress-note payloads waiting for this process's next claim statement.
+/// Progress-note payloads waiting for one of this process's claim statements, newest per job.
+#[derive(Debug)]
+pub(super) struct PendingNotes {
+    state: Mutex<Notes>,
+    /// The shortest time between two claim statements that send notes.
+    interval: Duration,
+}
+
 #[derive(Debug, Default)]
-pub(super) struct PendingNotes(Mutex<VecDeque<String>>);
+struct Notes {
+    by_job: HashMap<JobId, String>,
+    /// When a claim statement last took notes to send.
+    last_sent: Option<Instant>,
+}
 
 impl PendingNotes {
-    /// Queues `payload` for the next claim.
-    pub(super) fn push(&self, payload: String) {
-        let mut queue = self.lock();
-        if queue.len() == MAX_PENDING {
-            queue.pop_front();
+    /// No notes, sent at most once per `interval` (`Duration::ZERO`: with every claim).
+    pub(super) fn new(interval: Duration) -> Self {
+        Self {
+            state: Mutex::new(Notes::default()),
+            interval,
         }
-        queue.push_back(payload);
     }
 
-    /// Every queued payload, oldest first, for one claim statement to send. Unless
-    /// [`Sending::settle`] is called, they go back to the front of the queue when it drops: a
-    /// claim that failed on a lost connection, or was dropped halfway, loses none.
+    /// Keeps `payload` as job `job`'s newest note, replacing an older one still waiting.
+    pub(super) fn push(&self, job: JobId, payload: String) {
+        let mut notes = self.lock();
+        if notes.by_job.len() < MAX_PENDING || notes.by_job.contains_key(&job) {
+            notes.by_job.insert(job, payload);
+        }
+    }
+
+    /// Drops job `job`'s waiting note: the job ended, and its end was announced.
+    pub(super) fn forget(&self, job: JobId) {
+        self.lock().by_job.remove(&job);
+    }
+
+    /// Every waiting note, for one claim statement to send, if `interval` has passed since a
+    /// claim last took some (else none). Unless [`Sending::settle`] is called, they go back
+    /// when it drops (a newer note of the same job wins): a claim that failed on a lost
+    /// connection, or was dropped halfway, loses none.
     pub(super) fn sending(&self) -> Sending<'_> {
+        self.sending_at(Instant::now())
+    }
+
+    fn sending_at(&self, now: Instant) -> Sending<'_> {
+        let mut notes = self.lock();
+        let due = notes
+            .last_sent
+            .is_none_or(|last| now.saturating_duration_since(last) >= self.interval);
+        let taken: Vec<(JobId, String)> = if due && !notes.by_job.is_empty() {
+            notes.last_sent = Some(now);
+            notes.by_job.drain().collect()
+        } else {
+            Vec::new()
+        };
         Sending {
             notes: self,
-            payloads: Vec::from(std::mem::take(&mut *self.lock())),
+            payloads: taken.iter().map(|(_, payload)| payload.clone()).collect(),
+            taken,
             settled: false,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<String>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Notes> {
         // A push or a take cannot panic halfway; a poisoned lock still holds whole payloads.
-        self.0
+        self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -65,12 +115,14 @@ impl PendingNotes {
 #[derive(Debug)]
 pub(super) struct Sending<'a> {
     notes: &'a PendingNotes,
+    taken: Vec<(JobId, String)>,
+    /// The same payloads, as the statement's parameter.
     payloads: Vec<String>,
     settled: bool,
 }
 
 impl Sending<'_> {
-    /// The payloads, for the statement's parameter.
+    /// The payloads, for the statement's parameter (empty when none are due).
     pub(super) fn payloads(&self) -> &[String] {
         &self.payloads
     }
@@ -85,15 +137,16 @@ impl Sending<'_> {
 
 impl Drop for Sending<'_> {
     fn drop(&mut self) {
-        if self.settled || self.payloads.is_empty() {
+        if self.settled || self.taken.is_empty() {
             return;
         }
-        let mut queue = self.notes.lock();
-        for payload in self.payloads.drain(..).rev() {
-            if queue.len() == MAX_PENDING {
-                break; // the queue holds newer notes already
+        let mut notes = self.notes.lock();
+        // Due again at once: they were meant to go out now.
+        notes.last_sent = None;
+        for (job, payload) in self.taken.drain(..) {
+            if notes.by_job.len() < MAX_PENDING || notes.by_job.contains_key(&job) {
+                notes.by_job.entry(job).or_insert(payload); // a newer note wins
             }
-            queue.push_front(payload);
         }
     }
 }
@@ -125,40 +178,80 @@ mod tests {
     use super::*;
 
     fn queued(notes: &PendingNotes) -> Vec<String> {
-        notes.lock().iter().cloned().collect()
+        let mut payloads: Vec<String> = notes.lock().by_job.values().cloned().collect();
+        payloads.sort();
+        payloads
+    }
+
+    fn job(n: u64) -> JobId {
+        JobId::new(n)
     }
 
     #[test]
-    fn notes_sent_are_gone_and_notes_not_sent_come_back_first() {
-        let notes = PendingNotes::default();
-        notes.push("a".into());
-        notes.push("b".into());
+    fn notes_sent_are_gone_and_notes_not_sent_come_back_unless_newer() {
+        let notes = PendingNotes::new(Duration::ZERO);
+        notes.push(job(1), "1a".into());
+        notes.push(job(2), "2a".into());
         let sending = notes.sending();
-        assert_eq!(sending.payloads(), ["a", "b"]);
-        notes.push("c".into()); // stored while the claim runs
+        let mut sent = sending.payloads().to_vec();
+        sent.sort();
+        assert_eq!(sent, ["1a", "2a"]);
+        notes.push(job(2), "2b".into()); // stored while the claim runs
+        notes.push(job(3), "3a".into());
         drop(sending); // the claim was dropped halfway
-        assert_eq!(queued(&notes), ["a", "b", "c"]);
+        assert_eq!(queued(&notes), ["1a", "2b", "3a"], "job 2's newer note wins");
         drop(notes.sending()); // a lost connection: tried again
-        assert_eq!(queued(&notes), ["a", "b", "c"]);
+        assert_eq!(queued(&notes), ["1a", "2b", "3a"]);
         notes.sending().settle(); // sent, or refused for good
         assert!(queued(&notes).is_empty());
     }
 
     #[test]
-    fn at_most_max_pending_wait_and_the_oldest_go_first() {
-        let notes = PendingNotes::default();
-        for n in 0..MAX_PENDING + 2 {
-            notes.push(n.to_string());
+    fn only_the_newest_note_of_a_job_waits_and_an_ended_job_has_none() {
+        let notes = PendingNotes::new(Duration::ZERO);
+        notes.push(job(1), "1a".into());
+        notes.push(job(1), "1b".into());
+        notes.push(job(2), "2a".into());
+        assert_eq!(queued(&notes), ["1b", "2a"]);
+        notes.forget(job(2));
+        assert_eq!(queued(&notes), ["1b"]);
+    }
+
+    #[test]
+    fn notes_go_out_at_most_once_per_interval() {
+        let notes = PendingNotes::new(Duration::from_millis(100));
+        let start = Instant::now();
+        notes.push(job(1), "1a".into());
+        let first = notes.sending_at(start);
+        assert_eq!(first.payloads(), ["1a"], "the first claim sends at once");
+        first.settle();
+        notes.push(job(1), "1b".into());
+        let early = notes.sending_at(start + Duration::from_millis(99));
+        assert!(early.payloads().is_empty(), "not yet due");
+        early.settle(); // settling an empty take drops nothing
+        assert_eq!(queued(&notes), ["1b"]);
+        let due = notes.sending_at(start + Duration::from_millis(100));
+        assert_eq!(due.payloads(), ["1b"]);
+        drop(due); // a lost connection puts it back, due again at once
+        let retry = notes.sending_at(start + Duration::from_millis(101));
+        assert_eq!(retry.payloads(), ["1b"]);
+    }
+
+    #[test]
+    fn at_most_max_pending_jobs_wait_and_a_waiting_job_still_updates() {
+        let notes = PendingNotes::new(Duration::ZERO);
+        for n in 0..MAX_PENDING as u64 + 2 {
+            notes.push(job(n), n.to_string());
         }
-        let queue = queued(&notes);
-        assert_eq!(queue.len(), MAX_PENDING);
-        assert_eq!(queue[0], "2");
+        assert_eq!(notes.lock().by_job.len(), MAX_PENDING);
+        notes.push(job(0), "newer".into());
+        assert_eq!(notes.lock().by_job.get(&job(0)).map(String::as_str), Some("newer"));
         let sending = notes.sending();
-        notes.push("new".into());
-        drop(sending); // put back only while there is room: the newer note stays
-        let queue = queued(&notes);
-        assert_eq!(queue.len(), MAX_PENDING);
-        assert_eq!(queue.last().map(String::as_str), Some("new"));
+        notes.push(job(1_000_000), "new".into());
+        drop(sending); // put back: the new job's note and all the old ones fit again?
+        let pending = notes.lock().by_job.len();
+        assert_eq!(pending, MAX_PENDING, "never more than the cap");
+        assert!(notes.lock().by_job.contains_key(&job(1_000_000)), "the newer note stays");
     }
 
     #[test]

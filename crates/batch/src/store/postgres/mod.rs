@@ -79,17 +79,19 @@ use crate::time::Timestamp;
 /// - **Wake-ups**: submit, a retry, a release, a cancel and a job's end send `NOTIFY`; idle
 ///   workers of every replica `LISTEN` and claim at once, and claim again at least every
 ///   [`PostgresOptions::poll_interval`] regardless.
-/// - **Events**: each of those `NOTIFY`s, one for a claim that starts a job, and one for each
-///   stored target carry the job's status and counts right after the change;
+/// - **Events**: each of those `NOTIFY`s, one for a claim that starts a job, and progress
+///   notes of stored targets carry the job's status and counts right after the change;
 ///   [`Store::events`] receivers get each as a [`StoreEvent::Progress`] (from every replica,
 ///   this one included), and a [`StoreEvent::Missed`] whenever the listening connection was
-///   (re)opened, since changes made while it was not listening are not announced. A stored
-///   target of a job that goes on is announced by the same process's next claim (one
-///   statement fewer per target; a worker claims again as soon as it stored), so a replica
-///   that stops claiming may leave its last such note unsent: watchers elsewhere then see
-///   that job's next change instead. A job's end is always announced with the store that
-///   ends it. The listener starts at the first `events` call made inside a tokio runtime, or
-///   at the first idle wait.
+///   (re)opened, since changes made while it was not listening are not announced. Stored
+///   targets of jobs that go on are announced newest per job, by one of the same process's
+///   claims at most every [`PostgresOptions::progress_interval`] (100 ms by default: every
+///   `NOTIFY` costs every replica's listener work), so watchers elsewhere see a running job's
+///   counts that late at most while the process claims; a replica that stops claiming may
+///   leave its last notes unsent, and watchers elsewhere then see those jobs' next changes
+///   instead. A job's start and end are always announced at once, its end with the store
+///   that ends it. The listener starts at the first `events` call made inside a tokio
+///   runtime, or at the first idle wait.
 /// - **A lost connection** is a [`StoreError::Unavailable`]: the runner retries the call on a
 ///   fresh connection; the transaction rolled back, so nothing is lost or stored twice.
 /// - `max_live_jobs` and one live job per caller hold across replicas (`submit` takes an
@@ -169,7 +171,7 @@ impl PostgresStore {
             channel,
             lease_ttl: options.lease(),
             poll_interval: options.poll(),
-            notes: carry::PendingNotes::default(),
+            notes: carry::PendingNotes::new(options.progress()),
             stored_total: carry::StoredTotal::default(),
         }
     }
@@ -367,7 +369,10 @@ impl Store for PostgresStore {
             now
         ))?;
         if let Some(note) = stored.note {
-            self.notes.push(note);
+            self.notes.push(claim.job, note);
+        } else if let Completion::Stored { ended: Some(_), .. } = stored.completion {
+            // Its end went out inside the statement: an older note would only trail it.
+            self.notes.forget(claim.job);
         }
         if let Some(bytes) = stored.total_bytes {
             self.stored_total.set(bytes);

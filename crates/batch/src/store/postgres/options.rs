@@ -19,6 +19,8 @@ const POOL_SIZE: RangeInclusive<usize> = 1..=1024;
 /// Bounds of [`PostgresOptions::lease_ttl`] and [`PostgresOptions::poll_interval`].
 const LEASE_AND_POLL: RangeInclusive<Duration> =
     Duration::from_millis(10)..=Duration::from_secs(24 * 3600);
+/// Bounds of [`PostgresOptions::progress_interval`]: zero (a note with every claim) to an hour.
+const PROGRESS: RangeInclusive<Duration> = Duration::ZERO..=Duration::from_secs(3600);
 /// Bounds of the connect and pool timeouts.
 const TIMEOUT: RangeInclusive<Duration> = Duration::from_millis(1)..=Duration::from_secs(3600);
 /// Bounds of [`PostgresOptions::tcp_keepalive`]: the kernel counts keepalive idle time in
@@ -38,6 +40,7 @@ pub struct PostgresOptions {
     schema: String,
     lease_ttl: Duration,
     poll_interval: Duration,
+    progress_interval: Duration,
     pool_size: usize,
     connect_timeout: Duration,
     tcp_keepalive: Duration,
@@ -54,6 +57,7 @@ impl Default for PostgresOptions {
             schema: "batch".into(),
             lease_ttl: Duration::from_secs(30),
             poll_interval: Duration::from_secs(5),
+            progress_interval: Duration::from_millis(100),
             pool_size: 16,
             connect_timeout: Duration::from_secs(10),
             tcp_keepalive: Duration::from_secs(60),
@@ -94,6 +98,21 @@ impl PostgresOptions {
     #[must_use]
     pub fn poll_interval(mut self, interval: Duration) -> Self {
         self.poll_interval = interval;
+        self
+    }
+
+    /// How often this process announces the progress of jobs that go on (default 100 ms, from
+    /// zero to 1 h): the stored targets' notes wait, newest per job, and go out with the first
+    /// claim at least this long after the last claim that sent some. Replicas' watchers
+    /// ([`Store::events`](crate::store::Store::events)) then see a running job's counts this
+    /// late at most (while this process claims: an idle worker claims at least every
+    /// [`poll_interval`](Self::poll_interval)); a job's start and end are announced at once
+    /// whatever this says. Every announcement wakes every replica's listening connection, so
+    /// one per stored target (`Duration::ZERO`) costs each replica work for the targets of
+    /// all the others.
+    #[must_use]
+    pub fn progress_interval(mut self, interval: Duration) -> Self {
+        self.progress_interval = interval;
         self
     }
 
@@ -343,6 +362,10 @@ impl PostgresOptions {
         self.poll_interval
     }
 
+    pub(super) fn progress(&self) -> Duration {
+        self.progress_interval
+    }
+
     /// The connector the TLS setting asks for (checked here: a PEM that does not parse).
     fn connector(&self) -> Result<Connector, PostgresError> {
         #[cfg(feature = "postgres-tls")]
@@ -433,6 +456,7 @@ impl PostgresOptions {
         let durations = [
             ("lease_ttl", self.lease_ttl, &LEASE_AND_POLL),
             ("poll_interval", self.poll_interval, &LEASE_AND_POLL),
+            ("progress_interval", self.progress_interval, &PROGRESS),
             ("connect_timeout", self.connect_timeout, &TIMEOUT),
             ("tcp_keepalive", self.tcp_keepalive, &KEEPALIVE),
             ("pool_wait_timeout", self.pool_wait_timeout, &TIMEOUT),

@@ -14,6 +14,14 @@
 //! 5. Every round spends one unit of tokio's cooperative budget: with an in-memory store and
 //!    instant fetches nothing else would ever make the worker yield, and a current-thread
 //!    runtime's other tasks (and its timers) would starve until the queue ran dry.
+//! 6. A result is stored and the next claim made at the same time ([`Overlap`]): the store
+//!    call is polled first, so a store that answers at once (memory, or SQLite's thread,
+//!    which runs calls in order) has stored before the claim runs, exactly as in sequence; a
+//!    shared store runs both round trips side by side. The claim cannot take the stored
+//!    job's next target (that job is still in flight until the store commits), so when it
+//!    finds nothing the worker claims as in step 2, and stops overlapping for a while
+//!    (a single serial job would otherwise cost an empty claim per target). A claim made
+//!    this way when the runner closes is released: its target stays pending.
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -72,15 +80,24 @@ where
     // Serving a target ends with a clock reading; the next claim reuses it (one clock read
     // less per target: measurable on the hot path).
     let mut now = shared.clock.now();
+    let mut overlap = Overlap::default();
+    // Step 6: the answer of a claim made while the last result was stored, if one was.
+    let mut claimed_ahead: Option<Option<Claim>> = None;
     while !shared.closed.load(Ordering::Acquire) {
         // Step 5: one unit of the task's coop budget per round, so a worker whose store and
         // fetch are always ready still yields to its neighbours on the same thread.
         tokio::task::coop::consume_budget().await;
-        let Some(claim) = store_call(&shared, || store.claim(now)).await else {
-            return;
+        let claim = match claimed_ahead.take() {
+            Some(claim) => claim,
+            None => match store_call(&shared, || store.claim(now)).await {
+                Some(claim) => claim,
+                None => return,
+            },
         };
         if let Some(claim) = claim {
-            now = serve(&worker, &mut token, claim).await;
+            let served = serve(&worker, &mut token, claim, &mut overlap).await;
+            now = served.now;
+            claimed_ahead = served.claimed_ahead;
             continue;
         }
         // Step 2: count in as idle and register for the wake-up before claiming again.
@@ -93,7 +110,9 @@ where
         };
         if let Some(claim) = claim {
             drop(idle);
-            now = serve(&worker, &mut token, claim).await;
+            let served = serve(&worker, &mut token, claim, &mut overlap).await;
+            now = served.now;
+            claimed_ahead = served.claimed_ahead;
             continue;
         }
         let Some(wake_at) = store_call(&shared, || store.next_wakeup(now)).await else {
@@ -113,6 +132,48 @@ where
         }
         now = shared.clock.now();
     }
+    if let Some(Some(claim)) = claimed_ahead {
+        // Step 6: claimed while storing, as the runner closed: it stays pending.
+        let _ = store_call(&shared, || store.release(&claim, now)).await;
+    }
+}
+
+/// Step 6's rule: claim while the last result is stored, unless doing so found nothing
+/// lately (a single serial job, whose next target waits for that very store).
+#[derive(Debug, Default)]
+struct Overlap {
+    /// Targets still to serve with the claim after the store, in sequence.
+    paused_for: u32,
+}
+
+impl Overlap {
+    /// How many targets go in sequence after an overlapping claim found nothing.
+    const PAUSE: u32 = 16;
+
+    fn active(&self) -> bool {
+        self.paused_for == 0
+    }
+
+    /// An overlapping claim found a target, or found nothing.
+    fn claimed(&mut self, found: bool) {
+        if !found {
+            self.paused_for = Self::PAUSE;
+        }
+    }
+
+    /// One target served in sequence.
+    fn sequential(&mut self) {
+        self.paused_for = self.paused_for.saturating_sub(1);
+    }
+}
+
+/// What serving one claim leaves for the worker's next round.
+struct Served {
+    /// The clock reading taken when the fetch ended.
+    now: Timestamp,
+    /// The answer of the claim made while the result was stored (step 6), if one was made:
+    /// `Some(None)` when it found nothing.
+    claimed_ahead: Option<Option<Claim>>,
 }
 
 /// What one worker serves with: the runner's shared state, and the store and fetch in their
@@ -171,12 +232,14 @@ where
     }
 }
 
-/// Fetches and stores one claimed target; the clock reading taken when the fetch ended.
+/// Fetches and stores one claimed target, claiming the next one meanwhile when `overlap`
+/// says so (step 6).
 async fn serve<T, O, F, S>(
     worker: &Worker<'_, T, O, F, S>,
     token: &mut CancellationToken,
     claim: Claim,
-) -> Timestamp
+    overlap: &mut Overlap,
+) -> Served
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
@@ -230,7 +293,10 @@ where
                 let _ = store_call(shared, call).await;
                 hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
                 shared.wake_idle();
-                return now;
+                return Served {
+                    now,
+                    claimed_ahead: None,
+                };
             }
         }
         Attempt::Result(result) => Some(result),
@@ -238,13 +304,26 @@ where
     let Some(result) = result else {
         let _ = store_call(shared, || store.release(&claim, now)).await;
         hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
-        return now;
+        return Served {
+            now,
+            claimed_ahead: None,
+        };
     };
     let outcome = match result {
         TargetState::Done { .. } => TargetOutcome::Done,
         _ => TargetOutcome::Failed,
     };
-    let stored = store_call(shared, || store.complete(&claim, result.clone(), now)).await;
+    let storing = store_call(shared, || store.complete(&claim, result.clone(), now));
+    let (stored, claimed_ahead) = if overlap.active() {
+        // Polled in this order: a store that answers at once has stored before the claim.
+        let claiming = store_call(shared, || store.claim(now));
+        let (stored, claimed) = tokio::join!(storing, claiming);
+        overlap.claimed(matches!(claimed, Some(Some(_))));
+        (stored, claimed)
+    } else {
+        overlap.sequential();
+        (storing.await, None)
+    };
     hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
     match stored {
         Some(Completion::Stored {
@@ -290,7 +369,7 @@ where
         None => {}
     }
     shared.wake_idle();
-    now
+    Served { now, claimed_ahead }
 }
 
 /// Runs the fetch for `claim`, catching panics and renewing a lease while it runs.

@@ -14,16 +14,20 @@
 //! 5. Every round spends one unit of tokio's cooperative budget: with an in-memory store and
 //!    instant fetches nothing else would ever make the worker yield, and a current-thread
 //!    runtime's other tasks (and its timers) would starve until the queue ran dry.
-//! 6. A result is stored and the next claim made at the same time ([`Overlap`]): the store
-//!    call is polled first, so a store that answers at once (memory, or SQLite's thread,
-//!    which runs calls in order) has stored before the claim runs, exactly as in sequence; a
-//!    shared store runs both round trips side by side. The claim cannot take the stored
-//!    job's next target (that job is still in flight until the store commits), so when it
-//!    finds nothing the worker claims as in step 2, and stops overlapping for a while
-//!    (a single serial job would otherwise cost an empty claim per target). A claim made
-//!    this way when the runner closes is released: its target stays pending.
+//! 6. A result's store finishes beside the next claim and the next fetch ([`Overlap`]): once
+//!    fetched, a target's store call, hooks and eviction check (its *finish*) run while the
+//!    worker claims and fetches its next target, and the worker waits for a finish before
+//!    it starts the next one, so at most one store per worker is out. The finish is polled
+//!    first, so a store that answers at once (memory, or SQLite's thread, which runs calls
+//!    in order) has stored before the claim runs, exactly as in sequence; a shared store
+//!    runs the round trips side by side. A claim made beside a finish cannot take the
+//!    stored job's next target (that job is still in flight until the store commits), so
+//!    when it finds nothing the worker waits for the finish and claims as in step 2, and
+//!    claims after the finish for a while (a single serial job would otherwise cost an empty
+//!    claim per target). The worker never sleeps, and never returns (close), with a finish
+//!    out.
 
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -81,23 +85,39 @@ where
     // less per target: measurable on the hot path).
     let mut now = shared.clock.now();
     let mut overlap = Overlap::default();
-    // Step 6: the answer of a claim made while the last result was stored, if one was.
-    let mut claimed_ahead: Option<Option<Claim>> = None;
+    // Step 6: the last target's finish, while it is out.
+    let mut finishing = pin!(None);
     while !shared.closed.load(Ordering::Acquire) {
         // Step 5: one unit of the task's coop budget per round, so a worker whose store and
         // fetch are always ready still yields to its neighbours on the same thread.
         tokio::task::coop::consume_budget().await;
-        let claim = match claimed_ahead.take() {
-            Some(claim) => claim,
-            None => match store_call(&shared, || store.claim(now)).await {
-                Some(claim) => claim,
-                None => return,
-            },
+        if !overlap.active() {
+            finish(finishing.as_mut()).await;
+        }
+        let overlapping = finishing.is_some();
+        let Some(claim) = beside(finishing.as_mut(), store_call(&shared, || store.claim(now))).await
+        else {
+            break;
+        };
+        if overlapping {
+            overlap.claimed(claim.is_some());
+        } else {
+            overlap.sequential();
+        }
+        let claim = match claim {
+            Some(claim) => Some(claim),
+            None if overlapping => {
+                // The store beside it may free the very job this worker can take next.
+                finish(finishing.as_mut()).await;
+                None
+            }
+            None => None,
         };
         if let Some(claim) = claim {
-            let served = serve(&worker, &mut token, claim, &mut overlap).await;
-            now = served.now;
-            claimed_ahead = served.claimed_ahead;
+            let fetched = beside(finishing.as_mut(), fetch_one(&worker, &mut token, &claim)).await;
+            finish(finishing.as_mut()).await;
+            now = fetched.now;
+            finishing.set(Some(store_result(&worker, claim, fetched)));
             continue;
         }
         // Step 2: count in as idle and register for the wake-up before claiming again.
@@ -106,17 +126,17 @@ where
         woken.as_mut().enable();
         now = shared.clock.now();
         let Some(claim) = store_call(&shared, || store.claim(now)).await else {
-            return;
+            break;
         };
         if let Some(claim) = claim {
             drop(idle);
-            let served = serve(&worker, &mut token, claim, &mut overlap).await;
-            now = served.now;
-            claimed_ahead = served.claimed_ahead;
+            let fetched = fetch_one(&worker, &mut token, &claim).await;
+            now = fetched.now;
+            finishing.set(Some(store_result(&worker, claim, fetched)));
             continue;
         }
         let Some(wake_at) = store_call(&shared, || store.next_wakeup(now)).await else {
-            return;
+            break;
         };
         let retry_time = async {
             match wake_at {
@@ -128,26 +148,50 @@ where
             () = woken => {}
             () = retry_time => {}
             () = store.changed() => {}
-            () = shared.shutdown.cancelled() => return,
+            () = shared.shutdown.cancelled() => break,
         }
         now = shared.clock.now();
     }
-    if let Some(Some(claim)) = claimed_ahead {
-        // Step 6: claimed while storing, as the runner closed: it stays pending.
-        let _ = store_call(&shared, || store.release(&claim, now)).await;
+    finish(finishing.as_mut()).await;
+}
+
+/// Runs the finish that is out, if one is, to its end.
+async fn finish<Fut: Future<Output = ()>>(mut finishing: Pin<&mut Option<Fut>>) {
+    if let Some(out) = finishing.as_mut().as_pin_mut() {
+        out.await;
+        finishing.set(None);
     }
 }
 
-/// Step 6's rule: claim while the last result is stored, unless doing so found nothing
+/// Runs `main` to its end while the finish that is out, if one is, makes progress (and is
+/// cleared once it ends); the finish is polled first.
+async fn beside<Fut: Future<Output = ()>, R>(
+    mut finishing: Pin<&mut Option<Fut>>,
+    main: impl Future<Output = R>,
+) -> R {
+    let mut main = pin!(main);
+    loop {
+        let Some(out) = finishing.as_mut().as_pin_mut() else {
+            return main.await;
+        };
+        tokio::select! {
+            biased;
+            () = out => finishing.set(None),
+            value = &mut main => return value,
+        }
+    }
+}
+
+/// Step 6's rule: claim while the last target finishes, unless doing so found nothing
 /// lately (a single serial job, whose next target waits for that very store).
 #[derive(Debug, Default)]
 struct Overlap {
-    /// Targets still to serve with the claim after the store, in sequence.
+    /// Claims still to make after the finish.
     paused_for: u32,
 }
 
 impl Overlap {
-    /// How many targets go in sequence after an overlapping claim found nothing.
+    /// How many claims wait for the finish after an overlapping claim found nothing.
     const PAUSE: u32 = 16;
 
     fn active(&self) -> bool {
@@ -161,19 +205,19 @@ impl Overlap {
         }
     }
 
-    /// One target served in sequence.
+    /// One claim made after the finish.
     fn sequential(&mut self) {
         self.paused_for = self.paused_for.saturating_sub(1);
     }
 }
 
-/// What serving one claim leaves for the worker's next round.
-struct Served {
+/// A fetched target, before its finish.
+struct Fetched {
+    attempt: Attempt,
     /// The clock reading taken when the fetch ended.
     now: Timestamp,
-    /// The answer of the claim made while the result was stored (step 6), if one was made:
-    /// `Some(None)` when it found nothing.
-    claimed_ahead: Option<Option<Claim>>,
+    /// How long the fetch took.
+    elapsed: Duration,
 }
 
 /// What one worker serves with: the runner's shared state, and the store and fetch in their
@@ -232,21 +276,20 @@ where
     }
 }
 
-/// Fetches and stores one claimed target, claiming the next one meanwhile when `overlap`
-/// says so (step 6).
-async fn serve<T, O, F, S>(
+/// Fetches one claimed target (step 4's first half): hooks for a rescue, the job's start
+/// for its watchers, the fetch itself.
+async fn fetch_one<T, O, F, S>(
     worker: &Worker<'_, T, O, F, S>,
     token: &mut CancellationToken,
-    claim: Claim,
-    overlap: &mut Overlap,
-) -> Served
+    claim: &Claim,
+) -> Fetched
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
     F: Fetch<T, O>,
     S: Store,
 {
-    let Worker { shared, store, .. } = *worker;
+    let shared = worker.shared;
     let hooks = &shared.hooks;
     if claim.rescued {
         tracing::warn!(
@@ -264,21 +307,47 @@ where
     }
     hooks.inflight(shared.in_flight.fetch_add(1, Ordering::Relaxed) + 1);
     let started = shared.clock.now();
-    let attempt = attempt(worker, token, &claim).await;
+    let attempt = attempt(worker, token, claim).await;
     if token.is_cancelled() {
         // The fetch cancelled its own token: later fetches get a fresh one.
         *token = shared.shutdown.child_token();
     }
     let now = shared.clock.now();
-    let elapsed = now.saturating_since(started);
-    let result = match attempt {
+    let attempt = match attempt {
         // Closing most likely made the fetch fail: not the target's fault. It stays pending
         // for the next runner over this store.
         Attempt::Result(TargetState::Failed { .. }) | Attempt::Busy { .. }
             if shared.closed.load(Ordering::Acquire) =>
         {
-            None
+            Attempt::Abandon
         }
+        attempt => attempt,
+    };
+    Fetched {
+        attempt,
+        now,
+        elapsed: now.saturating_since(started),
+    }
+}
+
+/// A fetched target's finish (step 4's second half, which step 6 runs beside the worker's
+/// next claim and fetch): stores the result (or the busy retry, or releases the claim),
+/// reports hooks, evicts, and wakes the others.
+async fn store_result<T, O, F, S>(worker: &Worker<'_, T, O, F, S>, claim: Claim, fetched: Fetched)
+where
+    T: DeserializeOwned + Send + Sync + 'static,
+    O: Serialize + Send + 'static,
+    F: Fetch<T, O>,
+    S: Store,
+{
+    let Worker { shared, store, .. } = *worker;
+    let hooks = &shared.hooks;
+    let Fetched {
+        attempt,
+        now,
+        elapsed,
+    } = fetched;
+    let result = match attempt {
         Attempt::Abandon => None,
         Attempt::Busy { reason, after } => {
             let busy_since = claim.busy_since.unwrap_or(now);
@@ -293,10 +362,7 @@ where
                 let _ = store_call(shared, call).await;
                 hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
                 shared.wake_idle();
-                return Served {
-                    now,
-                    claimed_ahead: None,
-                };
+                return;
             }
         }
         Attempt::Result(result) => Some(result),
@@ -304,26 +370,13 @@ where
     let Some(result) = result else {
         let _ = store_call(shared, || store.release(&claim, now)).await;
         hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
-        return Served {
-            now,
-            claimed_ahead: None,
-        };
+        return;
     };
     let outcome = match result {
         TargetState::Done { .. } => TargetOutcome::Done,
         _ => TargetOutcome::Failed,
     };
-    let storing = store_call(shared, || store.complete(&claim, result.clone(), now));
-    let (stored, claimed_ahead) = if overlap.active() {
-        // Polled in this order: a store that answers at once has stored before the claim.
-        let claiming = store_call(shared, || store.claim(now));
-        let (stored, claimed) = tokio::join!(storing, claiming);
-        overlap.claimed(matches!(claimed, Some(Some(_))));
-        (stored, claimed)
-    } else {
-        overlap.sequential();
-        (storing.await, None)
-    };
+    let stored = store_call(shared, || store.complete(&claim, result.clone(), now)).await;
     hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
     match stored {
         Some(Completion::Stored {
@@ -369,7 +422,6 @@ where
         None => {}
     }
     shared.wake_idle();
-    Served { now, claimed_ahead }
 }
 
 /// Runs the fetch for `claim`, catching panics and renewing a lease while it runs.

@@ -4,8 +4,8 @@
 //!   The store statement cannot send them (a `NOTIFY` there would hold the server's notify
 //!   lock through the flush to disk). A claim statement of the same process sends them all,
 //!   the first to run at least [`PostgresOptions::progress_interval`] after the last that sent
-//!   any (a worker that stored a target claims again at once; an idle one at least every
-//!   poll interval). Every `NOTIFY` wakes the listening connection of every replica, so
+//!   any (a worker claims its next target while it stores the last one; an idle one claims
+//!   at least every poll interval). Every `NOTIFY` wakes the listening connection of every replica, so
 //!   sending one per stored target cost each replica work per target of all the others
 //!   (the flat scaling measured in `docs/batch.md`); a job's progress only ever needs its
 //!   newest note. A job that ends drops its pending note (its end is announced inside the

@@ -11,7 +11,9 @@ use crate::hooks::{Hooks, NoHooks};
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct Config {
-    /// Worker tasks: how many targets may be in flight at once (1..=[`Config::MAX_WORKERS`]).
+    /// Worker tasks: how many targets may be fetched at once (1..=[`Config::MAX_WORKERS`]).
+    /// Each worker also stores its last result while it claims and fetches the next, so up
+    /// to twice this many targets may be in flight (claimed, not yet stored).
     pub workers: usize,
     /// How long a busy target waits before it is tried again (above zero).
     pub retry_wait: Duration,

@@ -19,13 +19,17 @@
 //!    worker claims and fetches its next target, and the worker waits for a finish before
 //!    it starts the next one, so at most one store per worker is out. The finish is polled
 //!    first, so a store that answers at once (memory, or SQLite's thread, which runs calls
-//!    in order) has stored before the claim runs, exactly as in sequence; a shared store
-//!    runs the round trips side by side. A claim made beside a finish cannot take the
-//!    stored job's next target (that job is still in flight until the store commits), so
-//!    when it finds nothing the worker waits for the finish and claims as in step 2, and
-//!    claims after the finish for a while (a single serial job would otherwise cost an empty
-//!    claim per target). The worker never sleeps, and never returns (close), with a finish
-//!    out.
+//!    in order) has stored before the claim runs, as in sequence (its hooks and eviction
+//!    check come after the claim); a shared store, or any store retrying a failed call,
+//!    runs the round trips side by side. A worker thus holds up to two claims (one being
+//!    stored, one fetched), and the next target's hooks may come before the last one's. A
+//!    claim made beside a finish cannot take the stored job's next target (that job is
+//!    still in flight until the store commits), so when it finds nothing the worker waits
+//!    for the finish and claims as in step 2, and claims after the finish for a while (a
+//!    single serial job would otherwise cost an empty claim per target). A fetched target
+//!    whose worker still waits for the last finish keeps its lease renewed (it is abandoned
+//!    if the lease is lost). After waiting for a finish the worker checks for close before
+//!    it claims. The worker never sleeps, and never returns (close), with a finish out.
 
 use std::pin::{Pin, pin};
 use std::sync::Arc;
@@ -93,9 +97,13 @@ where
         tokio::task::coop::consume_budget().await;
         if !overlap.active() {
             finish(finishing.as_mut()).await;
+            if shared.closed.load(Ordering::Acquire) {
+                break; // closed while it waited: claim nothing more
+            }
         }
         let overlapping = finishing.is_some();
-        let Some(claim) = beside(finishing.as_mut(), store_call(&shared, || store.claim(now))).await
+        let Some(claim) =
+            beside(finishing.as_mut(), store_call(&shared, || store.claim(now))).await
         else {
             break;
         };
@@ -109,14 +117,36 @@ where
             None if overlapping => {
                 // The store beside it may free the very job this worker can take next.
                 finish(finishing.as_mut()).await;
+                if shared.closed.load(Ordering::Acquire) {
+                    break;
+                }
                 None
             }
             None => None,
         };
         if let Some(claim) = claim {
-            let fetched = beside(finishing.as_mut(), fetch_one(&worker, &mut token, &claim)).await;
-            finish(finishing.as_mut()).await;
+            let mut fetched =
+                beside(finishing.as_mut(), fetch_one(&worker, &mut token, &claim)).await;
+            // The last store may still be out (retrying a failing store, say): this claim's
+            // lease is renewed while the worker waits for it, as during its fetch.
+            let waited = match store.lease_ttl() {
+                Some(ttl) if finishing.is_some() => {
+                    let wait = finish(finishing.as_mut());
+                    let lost = token.child_token(); // cancelled if the lease is lost
+                    with_heartbeat(&shared, &*store, &claim, ttl, &lost, wait).await
+                }
+                _ => {
+                    finish(finishing.as_mut()).await;
+                    Some(())
+                }
+            };
+            if waited.is_none() {
+                // The lease was lost meanwhile: another worker may hold the target now.
+                finish(finishing.as_mut()).await;
+                fetched.attempt = Attempt::Abandon;
+            }
             now = fetched.now;
+            debug_assert!(finishing.is_none(), "at most one finish out per worker");
             finishing.set(Some(store_result(&worker, claim, fetched)));
             continue;
         }
@@ -132,6 +162,10 @@ where
             drop(idle);
             let fetched = fetch_one(&worker, &mut token, &claim).await;
             now = fetched.now;
+            debug_assert!(
+                finishing.is_none(),
+                "the worker claimed again only after its finish"
+            );
             finishing.set(Some(store_result(&worker, claim, fetched)));
             continue;
         }

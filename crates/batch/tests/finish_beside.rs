@@ -59,9 +59,7 @@ impl StoreWrapper for SlowStore {
 }
 
 /// A runner of one worker over `store`, fetching in 1 ms and logging `(job, index)` fetched.
-async fn runner(
-    store: Arc<SlowStore>,
-) -> (Runner<String, String>, Arc<Mutex<Vec<(u64, usize)>>>) {
+async fn runner(store: Arc<SlowStore>) -> (Runner<String, String>, Arc<Mutex<Vec<(u64, usize)>>>) {
     let fetched = Arc::new(Mutex::new(Vec::new()));
     let fetch = {
         let fetched = Arc::clone(&fetched);
@@ -157,8 +155,16 @@ async fn close_waits_for_the_store_that_is_out() {
         tokio::time::sleep(Duration::from_micros(100)).await;
     }
     runner.close().await;
-    assert!(!store.storing.load(Ordering::Relaxed), "close returned with a store out");
-    let job = store.inner.status(id, &ann).await.unwrap().expect("the job is stored");
+    assert!(
+        !store.storing.load(Ordering::Relaxed),
+        "close returned with a store out"
+    );
+    let job = store
+        .inner
+        .status(id, &ann)
+        .await
+        .unwrap()
+        .expect("the job is stored");
     assert_eq!(job.status, JobStatus::Done);
 }
 
@@ -174,7 +180,15 @@ async fn close_during_a_fetch_stores_its_result_before_returning() {
     // The fetch runs (it ignores the close token and succeeds): its finish starts as the
     // worker sees the runner closed, and close waits for it.
     runner.close().await;
-    assert!(!store.storing.load(Ordering::Relaxed), "close returned with a store out");
-    let job = store.inner.status(id, &ann).await.unwrap().expect("the job is stored");
+    assert!(
+        !store.storing.load(Ordering::Relaxed),
+        "close returned with a store out"
+    );
+    let job = store
+        .inner
+        .status(id, &ann)
+        .await
+        .unwrap()
+        .expect("the job is stored");
     assert_eq!(job.status, JobStatus::Done);
 }

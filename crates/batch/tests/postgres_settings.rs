@@ -31,7 +31,10 @@ fn bad_options() -> Vec<(&'static str, PostgresOptions)> {
             "progress_interval 1 h 1 ms",
             o().progress_interval(Duration::from_millis(3_600_001)),
         ),
-        ("progress_interval MAX", o().progress_interval(Duration::MAX)),
+        (
+            "progress_interval MAX",
+            o().progress_interval(Duration::MAX),
+        ),
         ("connect_timeout 0", o().connect_timeout(Duration::ZERO)),
         ("connect_timeout MAX", o().connect_timeout(Duration::MAX)),
         ("tcp_keepalive 0", o().tcp_keepalive(Duration::ZERO)),

@@ -562,7 +562,11 @@ async fn progress_notes_wait_for_the_progress_interval_but_the_end_does_not() {
         .unwrap()
         .id;
     for index in 0..3 {
-        let claim = one.claim(now).await.unwrap().expect("the job's next target");
+        let claim = one
+            .claim(now)
+            .await
+            .unwrap()
+            .expect("the job's next target");
         assert_eq!(claim.index, index);
         let output = TargetState::Done {
             output_json: index.to_string(),
@@ -570,7 +574,10 @@ async fn progress_notes_wait_for_the_progress_interval_but_the_end_does_not() {
         one.complete(&claim, output, now).await.unwrap();
     }
     let mut seen = Vec::new();
-    while seen.last().is_none_or(|(_, p): &(JobId, Progress)| p.status.is_live()) {
+    while seen
+        .last()
+        .is_none_or(|(_, p): &(JobId, Progress)| p.status.is_live())
+    {
         seen.push(next_progress(&mut events).await);
     }
     let done = |n| Some((n, TargetOutcome::Done));
@@ -580,7 +587,10 @@ async fn progress_notes_wait_for_the_progress_interval_but_the_end_does_not() {
             (id, Progress::new(JobStatus::Queued, counts(3, 0, 0), None)),
             (id, Progress::new(JobStatus::Running, counts(3, 0, 0), None)),
             // The first note goes out with the next claim; the second waits for the hour.
-            (id, Progress::new(JobStatus::Running, counts(2, 1, 0), done(0))),
+            (
+                id,
+                Progress::new(JobStatus::Running, counts(2, 1, 0), done(0))
+            ),
             (id, Progress::new(JobStatus::Done, counts(0, 3, 0), done(2))),
         ]
     );

@@ -199,7 +199,11 @@ mod tests {
         notes.push(job(2), "2b".into()); // stored while the claim runs
         notes.push(job(3), "3a".into());
         drop(sending); // the claim was dropped halfway
-        assert_eq!(queued(&notes), ["1a", "2b", "3a"], "job 2's newer note wins");
+        assert_eq!(
+            queued(&notes),
+            ["1a", "2b", "3a"],
+            "job 2's newer note wins"
+        );
         drop(notes.sending()); // a lost connection: tried again
         assert_eq!(queued(&notes), ["1a", "2b", "3a"]);
         notes.sending().settle(); // sent, or refused for good
@@ -245,13 +249,19 @@ mod tests {
         }
         assert_eq!(notes.lock().by_job.len(), MAX_PENDING);
         notes.push(job(0), "newer".into());
-        assert_eq!(notes.lock().by_job.get(&job(0)).map(String::as_str), Some("newer"));
+        assert_eq!(
+            notes.lock().by_job.get(&job(0)).map(String::as_str),
+            Some("newer")
+        );
         let sending = notes.sending();
         notes.push(job(1_000_000), "new".into());
         drop(sending); // put back: the new job's note and all the old ones fit again?
         let pending = notes.lock().by_job.len();
         assert_eq!(pending, MAX_PENDING, "never more than the cap");
-        assert!(notes.lock().by_job.contains_key(&job(1_000_000)), "the newer note stays");
+        assert!(
+            notes.lock().by_job.contains_key(&job(1_000_000)),
+            "the newer note stays"
+        );
     }
 
     #[test]

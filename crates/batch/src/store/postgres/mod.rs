@@ -139,7 +139,7 @@ pub struct PostgresStore {
     channel: String,
     lease_ttl: Duration,
     poll_interval: Duration,
-    /// Progress notes the next claim statement sends.
+    /// Progress notes a claim statement sends, newest per job, at most every progress interval.
     notes: carry::PendingNotes,
     /// The stored bytes the last store statement saw, for the budget check after it.
     stored_total: carry::StoredTotal,

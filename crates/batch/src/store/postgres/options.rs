@@ -117,7 +117,8 @@ impl PostgresOptions {
     }
 
     /// The most connections this store opens for its calls (default 16, from 1 to 1024); one
-    /// more listens for wake-ups. Give it at least the runner's worker count. Ignored by
+    /// more listens for wake-ups. Give it at least twice the runner's worker count: a worker
+    /// stores its last result while it claims its next target. Ignored by
     /// [`connect_pool`](Self::connect_pool), whose pool has its own size.
     #[must_use]
     pub fn pool_size(mut self, size: usize) -> Self {

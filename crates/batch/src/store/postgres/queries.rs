@@ -19,9 +19,10 @@
 //!   a compact [`Note`] as payload: whether the change can make a job claimable (then idle
 //!   workers of every replica wake), and the job's status and counts right after it. The
 //!   listener (`listen.rs`) turns each into a [`StoreEvent`](crate::store::StoreEvent). A
-//!   stored target of a job that goes on is announced *after* its commit, by the next claim
-//!   statement of the same process ([`claim_sql`], [`Stored::note`]); everything else inside
-//!   its transaction (delivered at commit).
+//!   stored target of a job that goes on is announced *after* its commit, newest per job, by
+//!   one of the same process's claim statements at most every `progress_interval`
+//!   ([`claim_sql`], [`Stored::note`], `carry.rs`); everything else inside its transaction
+//!   (delivered at commit).
 //! - **Durability where it is owed.** PostgreSQL serializes the commits of transactions that
 //!   sent `NOTIFY`, flush to disk included; and a claim, a renewal, a busy retry or a release
 //!   lost in a server crash loses no result (the lease and the fencing token make it good).
@@ -510,7 +511,7 @@ pub(super) struct Stored {
     /// statement sends ([`claim_sql`]): a `NOTIFY` in this statement would hold PostgreSQL's
     /// database-wide notify lock through the commit's flush to disk, serializing every
     /// replica's stores, and a statement of its own costs a round trip per target. No wake-up
-    /// is needed for a job that goes on: the worker that stored it claims again at once.
+    /// is needed for a job that goes on: the worker that stored it is claiming already.
     pub(super) note: Option<String>,
     /// The bytes the store holds with this result, as this statement saw them
     /// (`None` for a stale claim).

@@ -144,6 +144,23 @@ async fn a_single_serial_job_costs_no_empty_claim_per_target() {
     assert!(empty <= 64 / 16 + 3, "empty claims: {empty}");
 }
 
+/// Closes `runner` and checks that no store was out when close returned and that job `id`
+/// of `caller` was stored done.
+async fn closes_with_the_job_stored(
+    runner: Runner<String, String>,
+    store: &SlowStore,
+    id: batch::JobId,
+    caller: &Caller,
+) {
+    runner.close().await;
+    assert!(
+        !store.storing.load(Ordering::Relaxed),
+        "close returned with a store out"
+    );
+    let job = store.inner.status(id, caller).await.unwrap();
+    assert_eq!(job.expect("the job is stored").status, JobStatus::Done);
+}
+
 #[tokio::test(start_paused = true)]
 async fn close_waits_for_the_store_that_is_out() {
     let store = Arc::new(SlowStore::default());
@@ -154,18 +171,7 @@ async fn close_waits_for_the_store_that_is_out() {
     while !store.storing.load(Ordering::Relaxed) {
         tokio::time::sleep(Duration::from_micros(100)).await;
     }
-    runner.close().await;
-    assert!(
-        !store.storing.load(Ordering::Relaxed),
-        "close returned with a store out"
-    );
-    let job = store
-        .inner
-        .status(id, &ann)
-        .await
-        .unwrap()
-        .expect("the job is stored");
-    assert_eq!(job.status, JobStatus::Done);
+    closes_with_the_job_stored(runner, &store, id, &ann).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -179,16 +185,5 @@ async fn close_during_a_fetch_stores_its_result_before_returning() {
     }
     // The fetch runs (it ignores the close token and succeeds): its finish starts as the
     // worker sees the runner closed, and close waits for it.
-    runner.close().await;
-    assert!(
-        !store.storing.load(Ordering::Relaxed),
-        "close returned with a store out"
-    );
-    let job = store
-        .inner
-        .status(id, &ann)
-        .await
-        .unwrap()
-        .expect("the job is stored");
-    assert_eq!(job.status, JobStatus::Done);
+    closes_with_the_job_stored(runner, &store, id, &ann).await;
 }

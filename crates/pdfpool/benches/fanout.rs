@@ -1,7 +1,10 @@
 //! Fan-out: 10,000 sharers wait on one job; measured is the time from the job's end (taken
 //! inside the job, just before it returns) to the wake-up of the last sharer. Peers in the same
 //! run: `async_singleflight` (a watch channel per key) and, as a floor, a bare
-//! `tokio::sync::watch` channel with 10,000 receivers and no single-flight logic at all.
+//! `tokio::sync::watch` channel with 10,000 receivers and no single-flight logic at all, and a
+//! second floor, `oneshot_floor`: 10,000 bare `tokio::sync::oneshot` channels carrying the
+//! pool's result type, one per sharer, sent one after another (the shape of pdfpool's delivery
+//! without its table, waiter bookkeeping or panic catching).
 //!
 //! A current-thread runtime: every sharer is parked before the job is released (a few yields
 //! get them there deterministically), and wake-ups are not spread over the shared cores.
@@ -134,6 +137,31 @@ async fn watch_round() -> Duration {
     last - end
 }
 
+/// Ten thousand bare oneshot channels: what delivering to each sharer on its own costs.
+async fn oneshot_round() -> Duration {
+    let parked = Arc::new(AtomicUsize::new(0));
+    let mut sharers = Vec::with_capacity(SHARERS);
+    let mut senders = Vec::with_capacity(SHARERS);
+    for _ in 0..SHARERS {
+        let (tx, rx) = tokio::sync::oneshot::channel::<Result<u64, pdfpool::Error>>();
+        senders.push(tx);
+        let parked = Arc::clone(&parked);
+        sharers.push(tokio::spawn(async move {
+            parked.fetch_add(1, Ordering::SeqCst);
+            let value = rx.await.unwrap().unwrap();
+            std::hint::black_box(value);
+            Instant::now()
+        }));
+    }
+    park_everyone(&parked, SHARERS).await;
+    let end = Instant::now();
+    for tx in senders {
+        let _ = tx.send(Ok(7));
+    }
+    let last = last_wake(sharers).await;
+    last - end
+}
+
 fn fanout(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -141,7 +169,8 @@ fn fanout(c: &mut Criterion) {
         .unwrap();
     let mut group = c.benchmark_group("fanout_end_to_last_wake");
     group.sample_size(10);
-    let peers: [(&str, Round); 3] = [
+    let peers: [(&str, Round); 4] = [
+        ("oneshot_floor", || Box::pin(oneshot_round())),
         ("pdfpool", || Box::pin(pdfpool_round())),
         ("async_singleflight", || Box::pin(singleflight_round())),
         ("bare_watch_floor", || Box::pin(watch_round())),

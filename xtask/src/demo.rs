@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use crate::util::{self, cargo};
 
-/// (package, example) in the order the demo runs them.
+/// (crate folder under `crates/`, example) in the order the demo runs them.
 pub(crate) const EXAMPLES: &[(&str, &str)] = &[
     ("pdfpool", "service"),
     ("batch", "demo"),
@@ -15,11 +15,13 @@ pub(crate) const EXAMPLES: &[(&str, &str)] = &[
 
 /// Runs each example; stops at the first that fails.
 pub(crate) fn run(root: &Path) -> ExitCode {
-    for (package, example) in EXAMPLES {
-        println!("\n==> {package}: example `{example}`");
+    for (folder, example) in EXAMPLES {
+        println!("\n==> crates/{folder}: example `{example}`");
+        let manifest = format!("crates/{folder}/Cargo.toml");
         let mut cmd = cargo();
         cmd.current_dir(root)
-            .args(["run", "--quiet", "-p", package, "--example", example]);
+            .args(["run", "--quiet", "--manifest-path", &manifest])
+            .args(["--example", example]);
         if let Err(why) = util::run(&mut cmd) {
             eprintln!("FAILED: {why}");
             return ExitCode::FAILURE;
@@ -35,10 +37,10 @@ mod tests {
     #[test]
     fn every_demo_example_exists() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        for (package, example) in EXAMPLES {
+        for (folder, example) in EXAMPLES {
             let path = root
                 .join("crates")
-                .join(package)
+                .join(folder)
                 .join("examples")
                 .join(format!("{example}.rs"));
             assert!(path.is_file(), "{} is missing", path.display());

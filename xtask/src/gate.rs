@@ -60,6 +60,11 @@ pub(crate) const STEPS: &[Step] = &[
         run: doc,
     },
     Step {
+        name: "package",
+        full_only: false,
+        run: package,
+    },
+    Step {
         name: "tsan",
         full_only: true,
         run: tsan,
@@ -264,6 +269,21 @@ fn doc(root: &Path) -> Outcome {
     ))
 }
 
+/// `cargo package` for every crate under `crates/` in one run, which packages them in
+/// dependency order and verifies each tarball by building it against the others' tarballs
+/// (crates.io is asked only for outside dependencies). `--allow-dirty`: the step checks what
+/// would be published, not whether it is committed.
+fn package(root: &Path) -> Outcome {
+    let mut cmd = in_root(cargo(), root);
+    cmd.args(["package", "--allow-dirty"]);
+    let mut names: Vec<String> = crate_dirs(root).into_iter().map(|(name, _)| name).collect();
+    names.sort();
+    for name in &names {
+        cmd.args(["-p", name]);
+    }
+    outcome(util::run(&mut cmd))
+}
+
 fn tsan(root: &Path) -> Outcome {
     let target = match nightly_host(&["rust-src"]) {
         Ok(target) => target,
@@ -361,11 +381,16 @@ pub(crate) fn miri_runs(root: &Path) -> Vec<(String, Vec<String>)> {
 
 /// The string value of `key` in the manifest's `[package.metadata.gate]` table.
 fn gate_value(manifest: &str, key: &str) -> Option<String> {
-    let table = manifest
+    table_value(manifest, GATE_TABLE, key)
+}
+
+/// The string value of `key` in the manifest's `table` (a header line such as `[package]`).
+fn table_value(manifest: &str, table: &str, key: &str) -> Option<String> {
+    let lines = manifest
         .lines()
-        .skip_while(|line| line.trim() != GATE_TABLE)
+        .skip_while(|line| line.trim() != table)
         .skip(1);
-    for line in table.take_while(|line| !line.trim_start().starts_with('[')) {
+    for line in lines.take_while(|line| !line.trim_start().starts_with('[')) {
         if let Some((k, v)) = line.split_once('=')
             && k.trim() == key
         {
@@ -375,19 +400,18 @@ fn gate_value(manifest: &str, key: &str) -> Option<String> {
     None
 }
 
-/// Every crate folder under `crates/`, as (folder name, path).
+/// Every crate under `crates/`, as (package name, folder). Package names differ from folder
+/// names (`crates/batch` is `lockgate-batch`), and `cargo -p` wants the package name.
 fn crate_dirs(root: &Path) -> Vec<(String, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(root.join("crates")) else {
         return Vec::new();
     };
     entries
         .filter_map(Result::ok)
-        .filter(|entry| entry.path().join("Cargo.toml").is_file())
-        .map(|entry| {
-            (
-                entry.file_name().to_string_lossy().into_owned(),
-                entry.path(),
-            )
+        .filter_map(|entry| {
+            let manifest = std::fs::read_to_string(entry.path().join("Cargo.toml")).ok()?;
+            let name = table_value(&manifest, "[package]", "name")?;
+            Some((name, entry.path()))
         })
         .collect()
 }

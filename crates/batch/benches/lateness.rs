@@ -10,24 +10,24 @@
 //! busy-looping threads as the machine has CPUs beside it.
 //!
 //! Not a criterion bench: the result is a distribution of latencies, not a time per
-//! iteration. `cargo bench -p batch --bench lateness` prints a markdown table;
+//! iteration. `cargo bench -p lockgate-batch --bench lateness` prints a markdown table;
 //! `LATENESS_QUICK=1` leaves out the 20,000-target `FULL` cases (an fsync per target).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use batch::hooks::Hooks;
-use batch::store::{MemoryStore, Store};
-use batch::store::{SqliteStore, Synchronous};
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::{MemoryStore, Store};
+use lockgate_batch::store::{SqliteStore, Synchronous};
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 use tokio::time::MissedTickBehavior;
 
 /// Sends each terminal status to the bench.
 struct EndSignal(tokio::sync::mpsc::UnboundedSender<JobStatus>);
 
 impl Hooks for EndSignal {
-    fn job(&self, event: &batch::hooks::JobEvent) {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let status = event.status;
         let _ = self.0.send(status);
     }

@@ -3,7 +3,7 @@
 //! `FOR UPDATE SKIP LOCKED` claim-and-update loop on 4 connections (the ceiling of the
 //! approach: the same two round trips per target, none of the rules).
 //!
-//! Needs a server: `BATCH_TEST_POSTGRES_URL=postgres://… cargo bench -p batch --features postgres
+//! Needs a server: `BATCH_TEST_POSTGRES_URL=postgres://… cargo bench -p lockgate-batch --features postgres
 //! --bench postgres -- --warm-up-time 1 --measurement-time 3`. Every peer stores the same
 //! 1,000 targets over 10 jobs per iteration, on a fresh schema; compare them by ratio.
 
@@ -11,10 +11,10 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
-use batch::hooks::Hooks;
-use batch::store::{PostgresOptions, PostgresStore, SqliteStore};
-use batch::{Caller, Config, FetchContext, FetchError, Runner};
 use criterion::{BatchSize, Criterion, Throughput, criterion_main};
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::{PostgresOptions, PostgresStore, SqliteStore};
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, Runner};
 use tokio::runtime::Runtime;
 use tokio::sync::Notify;
 
@@ -30,7 +30,7 @@ struct Ended {
 }
 
 impl Hooks for Ended {
-    fn job(&self, event: &batch::hooks::JobEvent) {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let _status = event.status;
         if self.jobs.fetch_add(1, Ordering::AcqRel) + 1 == self.expected {
             self.all.notify_waiters();
@@ -53,7 +53,11 @@ fn options(schema: &str) -> PostgresOptions {
 
 /// One runner per store (2 workers each), the jobs submitted round-robin over them, until
 /// every job ended.
-async fn run_runners<S: batch::store::Store>(stores: Vec<S>, callers: &[Caller], targets: &[u32]) {
+async fn run_runners<S: lockgate_batch::store::Store>(
+    stores: Vec<S>,
+    callers: &[Caller],
+    targets: &[u32],
+) {
     let ended = Arc::new(Ended {
         jobs: AtomicUsize::new(0),
         expected: callers.len(),

@@ -1,7 +1,7 @@
 //! 10,000 targets over 100 jobs with an instant fetch and 4 workers on the in-memory store,
 //! against a bare `tokio::spawn` per target: the runner's overhead per target.
 //!
-//! Run: `cargo bench -p batch --bench runner -- --warm-up-time 1 --measurement-time 3`.
+//! Run: `cargo bench -p lockgate-batch --bench runner -- --warm-up-time 1 --measurement-time 3`.
 //! Both peers report time per iteration of 10,000 targets (and targets/s); the ratio
 //! `spawn time / runner time` is the runner's speed relative to the bare baseline.
 //!
@@ -14,10 +14,10 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use batch::hooks::Hooks;
-use batch::store::{MemoryStore, Store};
-use batch::{Caller, Config, FetchContext, FetchError, Runner};
 use criterion::{Criterion, Throughput, criterion_main};
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::{MemoryStore, Store};
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, Runner};
 use tokio::sync::Notify;
 
 const JOBS: usize = 100;
@@ -31,7 +31,7 @@ struct Ended {
 }
 
 impl Hooks for Ended {
-    fn job(&self, event: &batch::hooks::JobEvent) {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let _status = event.status;
         if self.jobs.fetch_add(1, Ordering::AcqRel) + 1 == self.expected {
             self.all.notify_waiters();
@@ -115,10 +115,10 @@ fn bench(c: &mut Criterion) {
 mod sqlite {
     use std::path::PathBuf;
 
-    use batch::Caller;
-    use batch::store::MemoryStore;
-    use batch::store::{SqliteStore, Synchronous};
     use criterion::{BatchSize, Criterion, Throughput};
+    use lockgate_batch::Caller;
+    use lockgate_batch::store::MemoryStore;
+    use lockgate_batch::store::{SqliteStore, Synchronous};
     use tokio::runtime::Runtime;
 
     use super::run_batch;

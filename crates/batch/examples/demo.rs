@@ -3,17 +3,17 @@
 //! with its hint, and the third job is cancelled halfway. `Runner::wait` then reads each
 //! job's final snapshot with typed outputs.
 //!
-//! Run: `cargo run -p batch --example demo` (on a fresh SQLite file in the temp folder, the
-//! default store), or `cargo run -p batch --example demo -- --memory` (on the in-memory
+//! Run: `cargo run -p lockgate-batch --example demo` (on a fresh SQLite file in the temp folder, the
+//! default store), or `cargo run -p lockgate-batch --example demo -- --memory` (on the in-memory
 //! store). Without a terminal the bars stay hidden and only the summary lines print.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use batch::store::{MemoryStore, SqliteStore, Store};
-use batch::{Caller, Config, FetchContext, FetchError, JobId, Runner, fetch_fn};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use lockgate_batch::store::{MemoryStore, SqliteStore, Store};
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobId, Runner, fetch_fn};
 
 /// Pretends to download `url`: `b/3` is busy on its first try, `a/5` is missing, every
 /// fetch takes a little while.

@@ -1,7 +1,7 @@
 //! A job that survives its process: run this, kill it halfway (Ctrl-C, or `kill -9`), run it
 //! again, and the new runner finishes the same job from where the first one stopped.
 //!
-//! Run: `cargo run -p batch --example resume` (twice, with a kill in between).
+//! Run: `cargo run -p lockgate-batch --example resume` (twice, with a kill in between).
 //! The database is `batch-resume.db` in the system temp folder, or the path given as the first
 //! argument; delete it to start over.
 
@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use batch::hooks::Hooks;
-use batch::store::SqliteStore;
-use batch::store::Store;
-use batch::{Caller, Config, FetchContext, FetchError, JobId, Runner};
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::SqliteStore;
+use lockgate_batch::store::Store;
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobId, Runner};
 
 const PAGES: u32 = 20;
 
@@ -26,13 +26,13 @@ async fn extract(page: u32) -> Result<String, FetchError> {
 struct Progress(tokio::sync::Notify);
 
 impl Hooks for Progress {
-    fn target(&self, event: &batch::hooks::TargetEvent) {
+    fn target(&self, event: &lockgate_batch::hooks::TargetEvent) {
         println!(
             "  stored target {}: {:?} after {:.0?}",
             event.index, event.outcome, event.elapsed
         );
     }
-    fn job(&self, event: &batch::hooks::JobEvent) {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let status = event.status;
         println!("job ended: {status}");
         self.0.notify_one();

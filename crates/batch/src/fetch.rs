@@ -182,7 +182,7 @@ impl<E: Into<BoxError>> From<E> for FetchError {
 /// # Examples
 ///
 /// ```
-/// use batch::{Fetch, FetchContext, FetchError};
+/// use lockgate_batch::{Fetch, FetchContext, FetchError};
 ///
 /// struct Lengths;
 ///
@@ -225,7 +225,7 @@ where
 /// # Examples
 ///
 /// ```
-/// use batch::{FetchError, fetch_fn};
+/// use lockgate_batch::{FetchError, fetch_fn};
 ///
 /// let fetch = fetch_fn(|ctx, url: String| async move {
 ///     let _job = ctx.job();

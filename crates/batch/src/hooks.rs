@@ -128,7 +128,7 @@ impl GuardedHooks {
 
     /// Runs one hook call, turning a panic into a log line.
     fn call(&self, hook: &'static str, f: impl FnOnce(&dyn Hooks)) {
-        if let Err(panic) = panicguard::catch(|| f(&*self.0)) {
+        if let Err(panic) = lockgate_panicguard::catch(|| f(&*self.0)) {
             tracing::error!(hook, panic = panic.message(), "a batch hook panicked");
         }
     }

@@ -190,8 +190,8 @@ impl Watchers {
 /// ```
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use batch::store::MemoryStore;
-/// use batch::{Caller, Config, FetchError, Runner, fetch_fn};
+/// use lockgate_batch::store::MemoryStore;
+/// use lockgate_batch::{Caller, Config, FetchError, Runner, fetch_fn};
 ///
 /// let fetch = fetch_fn(|_ctx, n: u32| async move { Ok::<u32, FetchError>(n * 2) });
 /// let runner = Runner::new(Config::default(), MemoryStore::new(), fetch).await?;

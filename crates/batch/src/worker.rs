@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use panicguard::FutureExt;
+use lockgate_panicguard::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
@@ -492,7 +492,7 @@ where
     };
     let ctx = FetchContext::new(claim.job, claim.index, claim.caller.clone(), token.clone());
     let fetched = async {
-        match panicguard::catch(|| fetch.fetch(ctx, target)) {
+        match lockgate_panicguard::catch(|| fetch.fetch(ctx, target)) {
             Ok(future) => future.catch_panic().await,
             Err(panic) => Err(panic),
         }

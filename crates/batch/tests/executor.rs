@@ -13,10 +13,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use batch::hooks::Hooks;
-use batch::store::SqliteStore;
-use batch::store::{MemoryStore, Store};
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::SqliteStore;
+use lockgate_batch::store::{MemoryStore, Store};
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 const TARGETS: u64 = 20_000;
 /// Far above what a healthy run shows (about a millisecond), far below a starved one.
@@ -26,7 +26,7 @@ const GENEROUS_GAP: Duration = Duration::from_millis(500);
 struct EndSignal(tokio::sync::mpsc::UnboundedSender<JobStatus>);
 
 impl Hooks for EndSignal {
-    fn job(&self, event: &batch::hooks::JobEvent) {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let status = event.status;
         let _ = self.0.send(status);
     }

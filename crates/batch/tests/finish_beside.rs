@@ -7,9 +7,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use batch::store::{Claim, Completion, StoreWrapper};
-use batch::store::{MemoryStore, Store, Timestamp};
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, StoreError, TargetState};
+use lockgate_batch::store::{Claim, Completion, StoreWrapper};
+use lockgate_batch::store::{MemoryStore, Store, Timestamp};
+use lockgate_batch::{
+    Caller, Config, FetchContext, FetchError, JobStatus, Runner, StoreError, TargetState,
+};
 
 /// The memory store, with a `complete` that waits `STORE_TIME` (on tokio's paused clock)
 /// before it stores, counting what the worker does meanwhile.
@@ -149,7 +151,7 @@ async fn a_single_serial_job_costs_no_empty_claim_per_target() {
 async fn closes_with_the_job_stored(
     runner: Runner<String, String>,
     store: &SlowStore,
-    id: batch::JobId,
+    id: lockgate_batch::JobId,
     caller: &Caller,
 ) {
     runner.close().await;

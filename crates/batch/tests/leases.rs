@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use batch::store::{MemoryStore, Store, Timestamp};
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, TargetState};
+use lockgate_batch::store::{MemoryStore, Store, Timestamp};
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, TargetState};
 
 const TTL: Duration = Duration::from_millis(300);
 
@@ -70,7 +70,10 @@ async fn a_runner_that_lost_its_lease_stores_nothing() {
                         )
                         .await
                         .unwrap();
-                    assert!(matches!(stored, batch::store::Completion::Stored { .. }));
+                    assert!(matches!(
+                        stored,
+                        lockgate_batch::store::Completion::Stored { .. }
+                    ));
                     // The next heartbeat finds the claim gone: the runner abandons this fetch.
                     tokio::time::sleep(TTL * 10).await;
                     unreachable!("the runner drops a fetch whose lease it lost");
@@ -111,8 +114,8 @@ async fn a_runner_that_lost_its_lease_stores_nothing() {
 #[derive(Default)]
 struct Rescues(AtomicU32);
 
-impl batch::hooks::Hooks for Rescues {
-    fn rescued(&self, _: &batch::hooks::RescueEvent) {
+impl lockgate_batch::hooks::Hooks for Rescues {
+    fn rescued(&self, _: &lockgate_batch::hooks::RescueEvent) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 }

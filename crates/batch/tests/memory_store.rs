@@ -4,5 +4,5 @@ mod suite;
 
 use proptest::prelude::Strategy;
 
-runner_suite!(batch::store::MemoryStore::new);
-model_suite!(batch::store::MemoryStore::new);
+runner_suite!(lockgate_batch::store::MemoryStore::new);
+model_suite!(lockgate_batch::store::MemoryStore::new);

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use proptest::prelude::Strategy;
 
-fn leased() -> batch::store::MemoryStore {
-    batch::store::MemoryStore::with_lease(Duration::from_millis(300))
+fn leased() -> lockgate_batch::store::MemoryStore {
+    lockgate_batch::store::MemoryStore::with_lease(Duration::from_millis(300))
 }
 
 runner_suite!(leased);

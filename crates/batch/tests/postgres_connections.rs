@@ -6,9 +6,9 @@ mod pg;
 
 use std::sync::Arc;
 
-use batch::store::PostgresStore;
-use batch::store::Store;
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+use lockgate_batch::store::PostgresStore;
+use lockgate_batch::store::Store;
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 /// Runs one job of three targets through a runner over `store`; returns the outputs.
 async fn run_a_job(store: impl Store) -> Vec<u32> {
@@ -104,7 +104,10 @@ async fn a_call_on_an_exhausted_application_pool_is_unavailable() {
     let held = pool.get().await.unwrap();
     let refused = store.live_jobs().await;
     assert!(
-        matches!(refused, Err(batch::store::PostgresError::Unavailable(_))),
+        matches!(
+            refused,
+            Err(lockgate_batch::store::PostgresError::Unavailable(_))
+        ),
         "{refused:?}"
     );
     drop(held);

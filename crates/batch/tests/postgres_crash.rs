@@ -14,9 +14,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use batch::hooks::Hooks;
-use batch::store::Store;
-use batch::{Caller, Config, FetchContext, FetchError, JobId, JobStatus, Runner, TargetState};
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::Store;
+use lockgate_batch::{
+    Caller, Config, FetchContext, FetchError, JobId, JobStatus, Runner, TargetState,
+};
 
 const SCHEMA_ENV: &str = "BATCH_CRASH_TEST_SCHEMA";
 const TARGETS: u64 = 20;
@@ -33,8 +35,8 @@ fn output_of(target: u64) -> u64 {
     target * target + 7
 }
 
-fn options(schema: &str) -> batch::store::PostgresOptions {
-    batch::store::PostgresStore::options()
+fn options(schema: &str) -> lockgate_batch::store::PostgresOptions {
+    lockgate_batch::store::PostgresStore::options()
         .schema(schema)
         .lease_ttl(LEASE)
         .poll_interval(Duration::from_secs(1))
@@ -44,7 +46,7 @@ fn options(schema: &str) -> batch::store::PostgresOptions {
 struct PrintStored;
 
 impl Hooks for PrintStored {
-    fn target(&self, event: &batch::hooks::TargetEvent) {
+    fn target(&self, event: &lockgate_batch::hooks::TargetEvent) {
         println!("stored {:?}", event.outcome);
         std::io::stdout().flush().unwrap();
     }
@@ -128,11 +130,11 @@ struct Signals {
 }
 
 impl Hooks for Signals {
-    fn job(&self, event: &batch::hooks::JobEvent) {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let status = event.status;
         let _ = self.ended.send(status);
     }
-    fn rescued(&self, _: &batch::hooks::RescueEvent) {
+    fn rescued(&self, _: &lockgate_batch::hooks::RescueEvent) {
         self.rescued.fetch_add(1, Ordering::SeqCst);
     }
 }

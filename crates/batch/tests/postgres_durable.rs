@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use batch::hooks::Hooks;
-use batch::store::PostgresStore;
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::PostgresStore;
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 use tokio::sync::{Notify, Semaphore, mpsc};
 
 const TARGETS: u32 = 20;
@@ -36,11 +36,11 @@ struct Acks {
 }
 
 impl Hooks for Acks {
-    fn target(&self, _: &batch::hooks::TargetEvent) {
+    fn target(&self, _: &lockgate_batch::hooks::TargetEvent) {
         self.stored.fetch_add(1, Ordering::SeqCst);
         self.changed.notify_waiters();
     }
-    fn job(&self, event: &batch::hooks::JobEvent) {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let status = event.status;
         let _ = self.ended.send(status);
     }

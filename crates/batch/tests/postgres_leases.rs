@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
-use batch::hooks::Hooks;
-use batch::store::{Completion, NewJob, PostgresStore};
-use batch::store::{Store, Timestamp};
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, TargetState};
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::{Completion, NewJob, PostgresStore};
+use lockgate_batch::store::{Store, Timestamp};
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, TargetState};
 
 /// Two stores over one fresh schema, as two replicas would open it.
 fn replicas() -> (PostgresStore, PostgresStore) {
@@ -45,7 +45,7 @@ const TTL: Duration = Duration::from_millis(400);
 const HOUR: Duration = Duration::from_secs(3600);
 
 /// Waits (in real time, on the store's own schedule) until `store` claims something.
-async fn claim_when_due(store: &PostgresStore) -> batch::store::Claim {
+async fn claim_when_due(store: &PostgresStore) -> lockgate_batch::store::Claim {
     for _ in 0..200 {
         let now = Timestamp::from(SystemTime::now());
         if let Some(claim) = store.claim(now).await.unwrap() {
@@ -181,7 +181,7 @@ async fn a_lapsed_claim_on_a_cancelled_job_is_swept() {
 struct CountRescues(AtomicUsize);
 
 impl Hooks for CountRescues {
-    fn rescued(&self, _: &batch::hooks::RescueEvent) {
+    fn rescued(&self, _: &lockgate_batch::hooks::RescueEvent) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }

@@ -6,9 +6,9 @@ mod pg;
 
 use std::time::Duration;
 
-use batch::store::{NewJob, PostgresError, PostgresStore};
-use batch::store::{Store, Timestamp};
-use batch::{Caller, Counts, JobStatus, TargetState};
+use lockgate_batch::store::{NewJob, PostgresError, PostgresStore};
+use lockgate_batch::store::{Store, Timestamp};
+use lockgate_batch::{Caller, Counts, JobStatus, TargetState};
 
 /// The schema version this release writes.
 const LATEST: i32 = 4;

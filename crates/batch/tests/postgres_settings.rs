@@ -8,9 +8,9 @@ mod pg;
 
 use std::time::Duration;
 
-use batch::store::Store;
-use batch::store::{PostgresError, PostgresOptions, PostgresStore};
-use batch::{Caller, Config, FetchContext, FetchError, NewError, Runner, StoreError};
+use lockgate_batch::store::Store;
+use lockgate_batch::store::{PostgresError, PostgresOptions, PostgresStore};
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, NewError, Runner, StoreError};
 
 /// Every option out of its documented bounds, with its name.
 fn bad_options() -> Vec<(&'static str, PostgresOptions)> {
@@ -216,7 +216,7 @@ fn silent_server() -> (std::net::TcpListener, String) {
     (listener, format!("postgres://nobody@127.0.0.1:{port}/none"))
 }
 
-fn fetch() -> impl batch::Fetch<u32, u32> {
+fn fetch() -> impl lockgate_batch::Fetch<u32, u32> {
     |_ctx: FetchContext, n: u32| async move { Ok::<u32, FetchError>(n) }
 }
 
@@ -315,7 +315,7 @@ async fn a_schema_named_select_runs_a_job() {
     let status = tokio::time::timeout(pg::PATIENCE, ended.recv())
         .await
         .unwrap();
-    assert_eq!(status, Some(batch::JobStatus::Done));
+    assert_eq!(status, Some(lockgate_batch::JobStatus::Done));
     let job = runner.status(&caller, id).await.unwrap();
     let outputs: Vec<u32> = job
         .targets
@@ -355,9 +355,9 @@ async fn a_call_that_waits_for_a_busy_pool_is_unavailable() {
             .pool_size(1)
             .pool_wait_timeout(Duration::from_millis(100)),
     ));
-    let now = batch::store::Timestamp::from(std::time::SystemTime::now());
-    let ann = batch::Caller::new("ann");
-    let job = batch::store::NewJob::new(ann.clone(), vec!["1".into()], now, 10);
+    let now = lockgate_batch::store::Timestamp::from(std::time::SystemTime::now());
+    let ann = lockgate_batch::Caller::new("ann");
+    let job = lockgate_batch::store::NewJob::new(ann.clone(), vec!["1".into()], now, 10);
     let id = store.submit(job).await.unwrap().id;
     let (mut client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
@@ -400,7 +400,10 @@ async fn a_call_that_waits_for_a_busy_pool_is_unavailable() {
     tx.rollback().await.unwrap();
     let cancelled = cancelling.await.unwrap();
     assert!(
-        matches!(cancelled, Ok(batch::store::CancelOutcome::Cancelled(_))),
+        matches!(
+            cancelled,
+            Ok(lockgate_batch::store::CancelOutcome::Cancelled(_))
+        ),
         "{cancelled:?}"
     );
     assert_eq!(store.live_jobs().await.unwrap(), 0);

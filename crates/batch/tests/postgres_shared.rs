@@ -9,10 +9,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use batch::hooks::Hooks;
-use batch::store::{Claim, Completion, NewJob, PostgresStore, StoreEvent, StoreWrapper, Submitted};
-use batch::store::{Store, Timestamp};
-use batch::{
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::{
+    Claim, Completion, NewJob, PostgresStore, StoreEvent, StoreWrapper, Submitted,
+};
+use lockgate_batch::store::{Store, Timestamp};
+use lockgate_batch::{
     Caller, Config, Counts, FetchContext, FetchError, JobId, JobStatus, Progress, Runner,
     StoreError, SubmitError, TargetOutcome, TargetState,
 };
@@ -146,10 +148,10 @@ struct Counting {
 }
 
 impl Hooks for Counting {
-    fn target(&self, _: &batch::hooks::TargetEvent) {
+    fn target(&self, _: &lockgate_batch::hooks::TargetEvent) {
         self.stored.fetch_add(1, Ordering::SeqCst);
     }
-    fn job(&self, event: &batch::hooks::JobEvent) {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let _status = event.status;
         if self.ended.fetch_add(1, Ordering::SeqCst) + 1 == self.jobs {
             self.all_ended.notify_one();

@@ -6,8 +6,8 @@ mod pg;
 
 use std::sync::Arc;
 
-use batch::store::{PostgresError, PostgresStore};
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+use lockgate_batch::store::{PostgresError, PostgresStore};
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 fn require_tls(url: &str) -> String {
     format!("{url}?sslmode=require")

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use batch::store::MemoryStore;
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+use lockgate_batch::store::MemoryStore;
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 #[tokio::test(start_paused = true)]
 async fn a_fetch_cancelling_its_token_stops_neither_runner_nor_later_fetches() {
@@ -66,7 +66,7 @@ async fn a_panic_while_building_the_future_is_an_internal_error() {
     assert_eq!(job.status, JobStatus::Partial);
     assert_eq!(
         job.targets[0].state,
-        batch::TargetState::Failed {
+        lockgate_batch::TargetState::Failed {
             error: "internal error".into(),
             hint: None
         }

@@ -54,7 +54,7 @@ mod spec {
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
-use batch::store::{MemoryStore, Store, Timestamp};
+use lockgate_batch::store::{MemoryStore, Store, Timestamp};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRunner};
 
 use spec::check::{Coverage, Flavor, History, Wakeups, check};
@@ -191,7 +191,7 @@ fn memory_leased() {
 /// The leased in-memory store behind an `Arc`: every call goes through [`StoreWrapper`]'s
 /// forwarding (`Arc<S>` is a wrapper that overrides nothing), which must change nothing.
 ///
-/// [`StoreWrapper`]: batch::store::StoreWrapper
+/// [`StoreWrapper`]: lockgate_batch::store::StoreWrapper
 #[test]
 fn memory_behind_a_wrapper() {
     let flavor = Flavor {
@@ -221,7 +221,7 @@ fn sqlite() {
     run_spec(flavor, MAX_OPS, true, &runtime(), || {
         files.set(files.get() + 1);
         let path = folder.0.join(format!("spec-{}.db", files.get()));
-        batch::store::SqliteStore::open(path).expect("open the database")
+        lockgate_batch::store::SqliteStore::open(path).expect("open the database")
     });
 }
 

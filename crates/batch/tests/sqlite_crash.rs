@@ -11,9 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
-use batch::hooks::Hooks;
-use batch::store::SqliteStore;
-use batch::{Caller, Config, FetchContext, FetchError, JobId, JobStatus, Runner, TargetState};
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::SqliteStore;
+use lockgate_batch::{
+    Caller, Config, FetchContext, FetchError, JobId, JobStatus, Runner, TargetState,
+};
 
 const DB_ENV: &str = "BATCH_CRASH_TEST_DB";
 const TARGETS: u64 = 40;
@@ -32,7 +34,7 @@ fn output_of(target: u64) -> u64 {
 struct PrintStored;
 
 impl Hooks for PrintStored {
-    fn target(&self, event: &batch::hooks::TargetEvent) {
+    fn target(&self, event: &lockgate_batch::hooks::TargetEvent) {
         println!("stored {:?}", event.outcome);
         std::io::stdout().flush().unwrap();
     }
@@ -122,7 +124,7 @@ fn run_child_and_kill(db: &Path) -> JobId {
 struct EndSignal(tokio::sync::mpsc::UnboundedSender<JobStatus>);
 
 impl Hooks for EndSignal {
-    fn job(&self, event: &batch::hooks::JobEvent) {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let status = event.status;
         let _ = self.0.send(status);
     }
@@ -183,8 +185,8 @@ fn crash_mid_job_resumes_on_restart() {
     });
 }
 
-async fn store_status(store: &SqliteStore, id: JobId) -> batch::Job {
-    use batch::store::Store;
+async fn store_status(store: &SqliteStore, id: JobId) -> lockgate_batch::Job {
+    use lockgate_batch::store::Store;
     store
         .status(id, &caller())
         .await

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use scratch::Scratch;
 
-use batch::store::Timestamp;
-use batch::store::{NewJob, SqliteError, SqliteStore, Store};
-use batch::{Caller, StoreError, SubmitError};
+use lockgate_batch::store::Timestamp;
+use lockgate_batch::store::{NewJob, SqliteError, SqliteStore, Store};
+use lockgate_batch::{Caller, StoreError, SubmitError};
 
 fn job(caller: &str, n: usize) -> NewJob {
     NewJob::new(
@@ -233,7 +233,7 @@ fn bad_settings_are_typed_errors_and_touch_no_file() {
     }
     // The largest accepted timeout opens.
     let store = SqliteStore::options()
-        .busy_timeout(batch::store::MAX_BUSY_TIMEOUT)
+        .busy_timeout(lockgate_batch::store::MAX_BUSY_TIMEOUT)
         .open_in_memory();
     assert!(store.is_ok());
     assert_eq!(

@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 
 use scratch::Scratch;
 
-use batch::hooks::Hooks;
-use batch::store::{SqliteError, SqliteStore};
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::{SqliteError, SqliteStore};
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 const DB_ENV: &str = "BATCH_OWNER_TEST_DB";
 const TARGETS: u64 = 200;
@@ -84,7 +84,7 @@ fn child_holds_the_file() {
 struct EndSignal(tokio::sync::mpsc::UnboundedSender<JobStatus>);
 
 impl Hooks for EndSignal {
-    fn job(&self, event: &batch::hooks::JobEvent) {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let status = event.status;
         let _ = self.0.send(status);
     }
@@ -224,11 +224,11 @@ fn a_dropped_stores_file_opens_again_at_once_in_this_process() {
     for round in 0..50u64 {
         let store = SqliteStore::open(&db).unwrap();
         rt.block_on(async {
-            use batch::store::Store;
-            let job = batch::store::NewJob::new(
+            use lockgate_batch::store::Store;
+            let job = lockgate_batch::store::NewJob::new(
                 Caller::new(format!("caller {round}")),
                 vec![round.to_string()],
-                batch::store::Timestamp::from_micros(1),
+                lockgate_batch::store::Timestamp::from_micros(1),
                 1000,
             );
             store.submit(job).await.unwrap();

@@ -6,8 +6,8 @@ mod suite;
 use proptest::prelude::Strategy;
 use suite::frozen::Frozen;
 
-fn store() -> Frozen<batch::store::SqliteStore> {
-    Frozen::new(batch::store::SqliteStore::open_in_memory().expect("in-memory sqlite"))
+fn store() -> Frozen<lockgate_batch::store::SqliteStore> {
+    Frozen::new(lockgate_batch::store::SqliteStore::open_in_memory().expect("in-memory sqlite"))
 }
 
 runner_suite!(store);

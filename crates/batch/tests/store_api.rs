@@ -15,9 +15,11 @@ mod scratch;
 
 use std::time::Duration;
 
-use batch::store::{CancelOutcome, Completion, NewJob};
-use batch::store::{Store, Timestamp};
-use batch::{Caller, Counts, JobId, JobStatus, Progress, SubmitError, TargetOutcome, TargetState};
+use lockgate_batch::store::{CancelOutcome, Completion, NewJob};
+use lockgate_batch::store::{Store, Timestamp};
+use lockgate_batch::{
+    Caller, Counts, JobId, JobStatus, Progress, SubmitError, TargetOutcome, TargetState,
+};
 
 fn at(ms: u64) -> Timestamp {
     Timestamp::from_micros(1_000_000 + ms * 1000)
@@ -284,28 +286,29 @@ macro_rules! store_api {
     };
 }
 
-fn memory(_: &str) -> Option<(batch::store::MemoryStore, ())> {
-    Some((batch::store::MemoryStore::new(), ()))
+fn memory(_: &str) -> Option<(lockgate_batch::store::MemoryStore, ())> {
+    Some((lockgate_batch::store::MemoryStore::new(), ()))
 }
 
-fn memory_leased(_: &str) -> Option<(batch::store::MemoryStore, ())> {
+fn memory_leased(_: &str) -> Option<(lockgate_batch::store::MemoryStore, ())> {
     Some((
-        batch::store::MemoryStore::with_lease(Duration::from_secs(30)),
+        lockgate_batch::store::MemoryStore::with_lease(Duration::from_secs(30)),
         (),
     ))
 }
 
 /// A SQLite file in a scratch folder of the test's own, removed after the test.
 #[cfg(feature = "sqlite")]
-fn sqlite(name: &str) -> Option<(batch::store::SqliteStore, scratch::Scratch)> {
+fn sqlite(name: &str) -> Option<(lockgate_batch::store::SqliteStore, scratch::Scratch)> {
     let dir = scratch::Scratch::new("store-api", name);
-    let store = batch::store::SqliteStore::open(dir.db()).expect("open the scratch database");
+    let store =
+        lockgate_batch::store::SqliteStore::open(dir.db()).expect("open the scratch database");
     Some((store, dir))
 }
 
 /// A fresh schema of the gate's server, or a skip.
 #[cfg(feature = "postgres")]
-fn postgres(_: &str) -> Option<(batch::store::PostgresStore, ())> {
+fn postgres(_: &str) -> Option<(lockgate_batch::store::PostgresStore, ())> {
     pg::available().then(|| (pg::store(), ()))
 }
 

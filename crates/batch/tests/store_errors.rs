@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use batch::hooks::Hooks;
-use batch::store::{Claim, Completion, Evicted, StoreWrapper};
-use batch::store::{MemoryStore, Store, Timestamp};
-use batch::{
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::{Claim, Completion, Evicted, StoreWrapper};
+use lockgate_batch::store::{MemoryStore, Store, Timestamp};
+use lockgate_batch::{
     Caller, Config, FetchContext, FetchError, Job, JobStatus, NewError, Runner, StoreError,
     TargetState,
 };

@@ -1,9 +1,9 @@
 //! Eviction at exact byte budgets, the same on every store: whole ended jobs go, least recently
 //! touched first, until the stored bytes are at or below the budget; a live job never goes.
 
-use batch::store::Timestamp;
-use batch::store::{Evicted, NewJob, Store};
-use batch::{Caller, JobId, TargetState};
+use lockgate_batch::store::Timestamp;
+use lockgate_batch::store::{Evicted, NewJob, Store};
+use lockgate_batch::{Caller, JobId, TargetState};
 
 /// Runs one store call to its end.
 fn now<F: Future>(future: F) -> F::Output {
@@ -91,14 +91,14 @@ fn exact_budgets<S: Store>(store: S, stored_bytes: impl Fn(&S) -> u64) {
 #[test]
 fn memory_store_evicts_at_exact_budgets() {
     exact_budgets(
-        batch::store::MemoryStore::new(),
-        batch::store::MemoryStore::stored_bytes,
+        lockgate_batch::store::MemoryStore::new(),
+        lockgate_batch::store::MemoryStore::stored_bytes,
     );
 }
 
 #[cfg(feature = "sqlite")]
 #[test]
 fn sqlite_store_evicts_at_exact_budgets() {
-    let store = batch::store::SqliteStore::open_in_memory().unwrap();
-    exact_budgets(store, batch::store::SqliteStore::stored_bytes);
+    let store = lockgate_batch::store::SqliteStore::open_in_memory().unwrap();
+    exact_budgets(store, lockgate_batch::store::SqliteStore::stored_bytes);
 }

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use batch::hooks::Hooks;
-use batch::store::MemoryStore;
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::MemoryStore;
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
@@ -33,7 +33,7 @@ impl Hooks for Counting {
     fn depth(&self, _live_jobs: usize) {
         self.depth_calls.fetch_add(1, Ordering::Relaxed);
     }
-    fn job(&self, event: &batch::hooks::JobEvent) {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let _status = event.status;
         if self.ended.fetch_add(1, Ordering::AcqRel) + 1 == self.jobs {
             self.all_ended.notify_waiters();

@@ -1,11 +1,11 @@
 //! Panics becoming values: in a closure, in a future, and with payloads of every kind.
 //!
-//! Run with `cargo run -p panicguard --example catch`.
+//! Run with `cargo run -p lockgate-panicguard --example catch`.
 
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
-use panicguard::{FutureExt, Panic, catch};
+use lockgate_panicguard::{FutureExt, Panic, catch};
 
 fn main() {
     // The default hook would print a backtrace line for each deliberate panic below.

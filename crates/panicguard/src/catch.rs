@@ -17,7 +17,7 @@ use crate::Panic;
 /// # Examples
 ///
 /// ```
-/// let caught = panicguard::catch(|| {
+/// let caught = lockgate_panicguard::catch(|| {
 ///     let v: Vec<u8> = Vec::new();
 ///     v[3]
 /// });

@@ -86,7 +86,7 @@ pub trait FutureExt: Future + Sized {
     /// # Examples
     ///
     /// ```
-    /// use panicguard::FutureExt;
+    /// use lockgate_panicguard::FutureExt;
     /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
     /// #     let waker = std::task::Waker::noop();
     /// #     let mut cx = std::task::Context::from_waker(&waker);

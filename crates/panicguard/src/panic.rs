@@ -16,7 +16,7 @@ const UNKNOWN: &str = "panic of unknown type";
 /// # Examples
 ///
 /// ```
-/// use panicguard::Panic;
+/// use lockgate_panicguard::Panic;
 ///
 /// let from_str = Panic::from_payload(Box::new("static text"));
 /// assert_eq!(from_str.message(), "static text");

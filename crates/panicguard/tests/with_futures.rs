@@ -2,7 +2,7 @@
 //! and each crate's adapter does its own job.
 
 use futures_util::FutureExt as _;
-use panicguard::FutureExt as _;
+use lockgate_panicguard::FutureExt as _;
 
 #[test]
 fn catch_panic_resolves_with_futures_future_ext_in_scope() {

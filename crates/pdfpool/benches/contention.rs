@@ -31,8 +31,8 @@ struct Counts {
 }
 
 async fn pdfpool_round(counts: Arc<Counts>) {
-    let pool: pdfpool::Pool<u64, u64, u64> =
-        pdfpool::Pool::new(SLOTS, QUEUE, Duration::from_secs(10));
+    let pool: lockgate_pdfpool::Pool<u64, u64, u64> =
+        lockgate_pdfpool::Pool::new(SLOTS, QUEUE, Duration::from_secs(10));
     let mut callers = Vec::new();
     for caller in 0..CALLERS {
         let (pool, counts) = (pool.clone(), Arc::clone(&counts));
@@ -40,7 +40,9 @@ async fn pdfpool_round(counts: Arc<Counts>) {
             for round in 0..ROUNDS {
                 match pool.run(caller * ROUNDS + round, caller, job).await {
                     Ok(_) => counts.admitted.fetch_add(1, Ordering::Relaxed),
-                    Err(pdfpool::Error::Busy { .. }) => counts.busy.fetch_add(1, Ordering::Relaxed),
+                    Err(lockgate_pdfpool::Error::Busy { .. }) => {
+                        counts.busy.fetch_add(1, Ordering::Relaxed)
+                    }
                     Err(other) => panic!("unexpected {other:?}"),
                 };
             }

@@ -50,7 +50,8 @@ fn ended(mark: &EndMark) -> Instant {
 }
 
 async fn pdfpool_round() -> Duration {
-    let pool: pdfpool::Pool<u64, u64, u64> = pdfpool::Pool::new(2, 4, Duration::from_secs(60));
+    let pool: lockgate_pdfpool::Pool<u64, u64, u64> =
+        lockgate_pdfpool::Pool::new(2, 4, Duration::from_secs(60));
     let release = Arc::new(Semaphore::new(0));
     let mark = EndMark::default();
     let parked = Arc::new(AtomicUsize::new(0));
@@ -143,7 +144,7 @@ async fn oneshot_round() -> Duration {
     let mut sharers = Vec::with_capacity(SHARERS);
     let mut senders = Vec::with_capacity(SHARERS);
     for _ in 0..SHARERS {
-        let (tx, rx) = tokio::sync::oneshot::channel::<Result<u64, pdfpool::Error>>();
+        let (tx, rx) = tokio::sync::oneshot::channel::<Result<u64, lockgate_pdfpool::Error>>();
         senders.push(tx);
         let parked = Arc::clone(&parked);
         sharers.push(tokio::spawn(async move {

@@ -4,14 +4,14 @@
 //! response future, leaving). Both limit to the same number of slots; the peer has no queue
 //! bound and no wait limit. A bare inner service is the floor.
 //!
-//! Run with `cargo bench -p pdfpool --features tower --bench layer`.
+//! Run with `cargo bench -p lockgate-pdfpool --features tower --bench layer`.
 
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use pdfpool::AdmissionLayer;
+use lockgate_pdfpool::AdmissionLayer;
 use tower::limit::ConcurrencyLimitLayer;
 use tower::{Layer, Service, ServiceExt, service_fn};
 

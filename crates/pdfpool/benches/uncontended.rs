@@ -16,7 +16,8 @@ fn uncontended(c: &mut Criterion) {
         .unwrap();
     let mut group = c.benchmark_group("uncontended_run");
 
-    let pool: pdfpool::Pool<u64, u64, u64> = pdfpool::Pool::new(2, 4, Duration::from_secs(10));
+    let pool: lockgate_pdfpool::Pool<u64, u64, u64> =
+        lockgate_pdfpool::Pool::new(2, 4, Duration::from_secs(10));
     group.bench_function("pdfpool_run", |b| {
         b.to_async(&runtime).iter(|| async {
             let value = pool

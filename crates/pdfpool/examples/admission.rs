@@ -2,7 +2,7 @@
 //! (first come, first served, 10 s at most), every other one refused at once with
 //! `503 Service Unavailable` and a `Retry-After` header.
 //!
-//! `cargo run -p pdfpool --features tower --example admission` starts the service on a
+//! `cargo run -p lockgate-pdfpool --features tower --example admission` starts the service on a
 //! loopback port, sends it 8 requests at once with a real HTTP client, prints what each got,
 //! and shuts the server down gracefully. `tests/http.rs` starts this same [`app`] the same way
 //! and counts the answers exactly.
@@ -20,7 +20,7 @@ use axum::routing::get;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use pdfpool::{AdmissionError, AdmissionLayer};
+use lockgate_pdfpool::{AdmissionError, AdmissionLayer};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;

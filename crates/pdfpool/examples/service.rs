@@ -2,11 +2,11 @@
 //! `Busy` and `CallerBusy`, one job panics, and one waits past the limit; the pool's counters
 //! are printed after every event.
 //!
-//! Run with `cargo run -p pdfpool --example service`.
+//! Run with `cargo run -p lockgate-pdfpool --example service`.
 
 use std::time::Duration;
 
-use pdfpool::{Error, Pool};
+use lockgate_pdfpool::{Error, Pool};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use panicguard::Panic;
+use lockgate_panicguard::Panic;
 
 /// Why [`Pool::run`](crate::Pool::run) or [`Pool::join`](crate::Pool::join) returned no value.
 ///
@@ -16,7 +16,7 @@ use panicguard::Panic;
 /// ```
 /// use std::time::Duration;
 ///
-/// use pdfpool::{BusyCause, Error};
+/// use lockgate_pdfpool::{BusyCause, Error};
 ///
 /// fn status(error: &Error) -> (u16, Option<u64>) {
 ///     match error {
@@ -87,7 +87,7 @@ impl Error {
     /// ```
     /// use std::time::Duration;
     ///
-    /// use pdfpool::{BusyCause, Error};
+    /// use lockgate_pdfpool::{BusyCause, Error};
     ///
     /// let expired = Error::Busy { cause: BusyCause::WaitExpired, retry_after: Duration::from_secs(5) };
     /// assert_eq!(expired.retry_after(), Some(Duration::from_secs(5)));

@@ -38,11 +38,11 @@ use crate::Error;
 ///     refused: AtomicU64,
 /// }
 ///
-/// impl pdfpool::Hooks for Metrics {
+/// impl lockgate_pdfpool::Hooks for Metrics {
 ///     fn started(&self, _queue_wait: Duration) {
 ///         self.started.fetch_add(1, Ordering::Relaxed);
 ///     }
-///     fn refused(&self, _why: &pdfpool::Error) {
+///     fn refused(&self, _why: &lockgate_pdfpool::Error) {
 ///         self.refused.fetch_add(1, Ordering::Relaxed);
 ///     }
 /// }
@@ -50,7 +50,7 @@ use crate::Error;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let metrics = Arc::new(Metrics::default());
-/// let pool = pdfpool::Pool::with_hooks(1, 0, Duration::from_secs(5), Arc::clone(&metrics));
+/// let pool = lockgate_pdfpool::Pool::with_hooks(1, 0, Duration::from_secs(5), Arc::clone(&metrics));
 /// assert_eq!(pool.run("a.pdf", "alice", || async { 1 }).await, Ok(1));
 /// assert_eq!(metrics.started.load(Ordering::Relaxed), 1);
 /// # }
@@ -151,7 +151,7 @@ impl Installed {
     /// Calls `event` on the hooks, if any; a panic in it is logged and dropped.
     pub(crate) fn call(&self, event: impl FnOnce(&dyn Hooks)) {
         if let Some(hooks) = &self.0
-            && let Err(panic) = panicguard::catch(|| event(&**hooks))
+            && let Err(panic) = lockgate_panicguard::catch(|| event(&**hooks))
         {
             tracing::warn!(panic = panic.message(), "a pdfpool hook panicked");
         }

@@ -11,7 +11,7 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use panicguard::Panic;
+use lockgate_panicguard::Panic;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -126,17 +126,17 @@ where
     F: FnOnce() -> Fut,
     Fut: Future,
 {
-    let running = panicguard::catch(job)?;
+    let running = lockgate_panicguard::catch(job)?;
     let mut running = pin!(Some(running));
     std::future::poll_fn(|cx| {
         let Some(future) = running.as_mut().as_pin_mut() else {
             unreachable!("polled again after the job's future ended");
         };
-        match panicguard::catch(|| future.poll(cx)) {
+        match lockgate_panicguard::catch(|| future.poll(cx)) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
             Err(panic) => {
-                let _second = panicguard::catch(|| running.as_mut().set(None));
+                let _second = lockgate_panicguard::catch(|| running.as_mut().set(None));
                 Poll::Ready(Err(panic))
             }
         }

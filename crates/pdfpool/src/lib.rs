@@ -1,4 +1,8 @@
 #![doc = include_str!("../README.md")]
+//!
+//! ## Feature flags
+#![doc = document_features::document_features!()]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "tower")]
 mod admission;

@@ -81,7 +81,7 @@ where
     /// ```
     /// use std::time::Duration;
     ///
-    /// let pool: pdfpool::Pool<String, String, usize> = pdfpool::Pool::new(2, 4, Duration::from_secs(10));
+    /// let pool: lockgate_pdfpool::Pool<String, String, usize> = lockgate_pdfpool::Pool::new(2, 4, Duration::from_secs(10));
     /// assert_eq!((pool.running(), pool.queued()), (0, 0));
     /// ```
     #[track_caller]
@@ -179,7 +179,7 @@ where
     /// # async fn main() {
     /// use std::time::Duration;
     ///
-    /// let pool = pdfpool::Pool::new(1, 0, Duration::from_secs(5));
+    /// let pool = lockgate_pdfpool::Pool::new(1, 0, Duration::from_secs(5));
     /// let pages = pool.run("report.pdf", "alice", || async { 12 }).await;
     /// assert_eq!(pages, Ok(12));
     /// # }
@@ -279,7 +279,7 @@ where
     /// # async fn main() {
     /// use std::time::Duration;
     ///
-    /// let pool: pdfpool::Pool<String, String, u32> = pdfpool::Pool::new(1, 0, Duration::from_secs(5));
+    /// let pool: lockgate_pdfpool::Pool<String, String, u32> = lockgate_pdfpool::Pool::new(1, 0, Duration::from_secs(5));
     /// assert_eq!(pool.join("report.pdf").await, None, "nothing in flight");
     /// # }
     /// ```
@@ -325,7 +325,7 @@ where
     /// # async fn main() {
     /// use std::time::Duration;
     ///
-    /// let pool: pdfpool::Pool<String, String, u32> = pdfpool::Pool::new(1, 0, Duration::from_secs(5));
+    /// let pool: lockgate_pdfpool::Pool<String, String, u32> = lockgate_pdfpool::Pool::new(1, 0, Duration::from_secs(5));
     /// let (release, released) = tokio::sync::oneshot::channel::<()>();
     /// let job = || async move {
     ///     released.await.ok();
@@ -373,9 +373,9 @@ where
     /// ```
     /// use std::time::Duration;
     ///
-    /// let pool: pdfpool::Pool<u8, u8, u8> = pdfpool::Pool::new(2, 4, Duration::MAX);
+    /// let pool: lockgate_pdfpool::Pool<u8, u8, u8> = lockgate_pdfpool::Pool::new(2, 4, Duration::MAX);
     /// assert_eq!((pool.slots(), pool.queue_limit()), (2, 4));
-    /// assert_eq!(pool.wait(), pdfpool::Pool::<u8, u8, u8>::MAX_WAIT);
+    /// assert_eq!(pool.wait(), lockgate_pdfpool::Pool::<u8, u8, u8>::MAX_WAIT);
     /// ```
     pub fn wait(&self) -> Duration {
         self.shared.wait
@@ -427,7 +427,7 @@ where
     ///
     /// use axum::{Router, extract::State, routing::get};
     ///
-    /// type Extractor = pdfpool::Pool<String, String, String>;
+    /// type Extractor = lockgate_pdfpool::Pool<String, String, String>;
     ///
     /// async fn extract(State(pool): State<Extractor>) -> String {
     ///     let job = || async { "text of a.pdf".to_owned() };

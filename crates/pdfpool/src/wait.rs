@@ -26,7 +26,7 @@ pub(crate) fn deliver<V: Clone>(mailboxes: Slab<Mailbox<V>>, outcome: Outcome<V>
             return;
         }
         let copy = match &outcome {
-            Ok(value) => panicguard::catch(|| value.clone()).map_err(Error::Panicked),
+            Ok(value) => lockgate_panicguard::catch(|| value.clone()).map_err(Error::Panicked),
             Err(error) => Err(error.clone()),
         };
         let _gone = mailbox.send(copy);

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::settle;
-use pdfpool::{AdmissionError, AdmissionLayer, BusyCause};
+use lockgate_pdfpool::{AdmissionError, AdmissionLayer, BusyCause};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tower::{Layer, Service, ServiceExt, service_fn};
@@ -70,7 +70,7 @@ impl Service<u32> for Inner {
 
 type Outcome = Result<u32, AdmissionError<Infallible>>;
 
-fn send(service: &pdfpool::Admission<Inner>, request: u32) -> JoinHandle<Outcome> {
+fn send(service: &lockgate_pdfpool::Admission<Inner>, request: u32) -> JoinHandle<Outcome> {
     let service = service.clone();
     tokio::spawn(service.oneshot(request))
 }
@@ -184,7 +184,7 @@ async fn errors_of_the_inner_service_pass_through_and_free_the_slot() {
 fn the_limits_read_back_and_clones_share_them() {
     let layer = AdmissionLayer::new(3, 4, Duration::MAX);
     assert_eq!((layer.slots(), layer.queue_limit()), (3, 4));
-    assert_eq!(layer.wait(), pdfpool::Pool::<(), (), ()>::MAX_WAIT);
+    assert_eq!(layer.wait(), lockgate_pdfpool::Pool::<(), (), ()>::MAX_WAIT);
     let clone = layer.clone();
     let _service = clone.layer(service_fn(|n: u32| async move { Ok::<_, Infallible>(n) }));
     assert_eq!((clone.inside(), layer.inside()), (0, 0));

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use common::{gated, never, settle};
-use pdfpool::{BusyCause, Error, Hooks, Pool};
+use lockgate_pdfpool::{BusyCause, Error, Hooks, Pool};
 use tokio::time::advance;
 
 type TestPool = Pool<&'static str, &'static str, String>;

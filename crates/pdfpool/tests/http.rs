@@ -14,7 +14,7 @@ use axum::http::{StatusCode, Uri};
 use http_body_util::Empty;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use pdfpool::AdmissionLayer;
+use lockgate_pdfpool::AdmissionLayer;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinSet;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::settle;
-use pdfpool::{BusyCause, Error, Pool};
+use lockgate_pdfpool::{BusyCause, Error, Pool};
 use proptest::prelude::*;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;

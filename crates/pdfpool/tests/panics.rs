@@ -5,7 +5,7 @@ use std::panic;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pdfpool::Pool;
+use lockgate_pdfpool::Pool;
 
 /// Runs `f`, which must panic, and returns the file the panic was reported at.
 fn panic_location(f: impl FnOnce() + panic::UnwindSafe) -> String {
@@ -36,7 +36,7 @@ fn zero_slots_panics_at_the_callers_line() {
 #[test]
 fn zero_slots_with_hooks_panics_at_the_callers_line() {
     struct NoHooks;
-    impl pdfpool::Hooks for NoHooks {}
+    impl lockgate_pdfpool::Hooks for NoHooks {}
     let file = panic_location(|| {
         let _pool: Pool<u8, u8, u8> = Pool::with_hooks(0, 1, Duration::from_secs(1), NoHooks);
     });
@@ -47,7 +47,7 @@ fn zero_slots_with_hooks_panics_at_the_callers_line() {
 #[test]
 fn zero_slots_in_the_admission_layer_panics_at_the_callers_line() {
     let file = panic_location(|| {
-        let _layer = pdfpool::AdmissionLayer::new(0, 1, Duration::from_secs(1));
+        let _layer = lockgate_pdfpool::AdmissionLayer::new(0, 1, Duration::from_secs(1));
     });
     assert_eq!(file, file!());
 }

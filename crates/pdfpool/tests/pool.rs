@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::{gated, never, settle};
-use pdfpool::{BusyCause, Error, Pool};
+use lockgate_pdfpool::{BusyCause, Error, Pool};
 use tokio::task::JoinHandle;
 use tokio::time::advance;
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::{gated, never, settle};
-use pdfpool::{Error, Pool};
+use lockgate_pdfpool::{Error, Pool};
 
 type TestPool = Pool<&'static str, &'static str, String>;
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{gated, settle};
-use pdfpool::Pool;
+use lockgate_pdfpool::Pool;
 use tracing::Instrument;
 use tracing::span::{Attributes, Id};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
@@ -36,7 +36,7 @@ where
     }
 
     fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
-        if event.metadata().target().starts_with("pdfpool") {
+        if event.metadata().target().starts_with("lockgate_pdfpool") {
             return; // the pool's own debug lines are not what this test is about
         }
         let span = ctx.event_span(event).map_or("none", |span| span.name());

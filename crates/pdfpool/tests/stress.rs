@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use pdfpool::{Error, Pool};
+use lockgate_pdfpool::{Error, Pool};
 use tokio::task::JoinHandle;
 
 const KEYS: u64 = 20;

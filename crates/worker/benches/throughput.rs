@@ -1,5 +1,5 @@
 //! Throughput: a batch of tasks submitted from 1 or 4 threads, timed until the last one
-//! finished, for `worker::Pool` and its peers side by side in one run: a plain bounded pool
+//! finished, for `lockgate_worker::Pool` and its peers side by side in one run: a plain bounded pool
 //! (threads reading one `std::sync::mpsc::sync_channel`), the `threadpool` crate,
 //! `rusty_pool`, `rayon::ThreadPool::spawn` and `tokio::task::spawn_blocking`.
 //!
@@ -14,7 +14,7 @@
 //! group prints `/proc/loadavg` before it runs, so a reader can tell how quiet "quiet" was.
 //!
 //! A short run (the numbers in docs/worker.md):
-//! `cargo bench -p worker --bench throughput -- --warm-up-time 1 --measurement-time 3`
+//! `cargo bench -p lockgate-worker --bench throughput -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -59,9 +59,10 @@ trait Submit: Send + 'static {
     fn submit(&self, task: impl FnOnce() + Send + 'static);
 }
 
-impl Submit for Arc<worker::Pool> {
+impl Submit for Arc<lockgate_worker::Pool> {
     fn submit(&self, task: impl FnOnce() + Send + 'static) {
-        worker::Pool::submit(self, task).unwrap_or_else(|_| unreachable!("the pool stays open"));
+        lockgate_worker::Pool::submit(self, task)
+            .unwrap_or_else(|_| unreachable!("the pool stays open"));
     }
 }
 
@@ -238,9 +239,9 @@ fn load_average() -> String {
 
 fn throughput(c: &mut Criterion) {
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    let ours = Arc::new(worker::Pool::new(cpus, cpus).unwrap());
+    let ours = Arc::new(lockgate_worker::Pool::new(cpus, cpus).unwrap());
     let ours_big_buffer = Arc::new(
-        worker::Pool::builder(cpus, cpus)
+        lockgate_worker::Pool::builder(cpus, cpus)
             .submit_buffer(1 << 20)
             .build()
             .unwrap(),

@@ -1,10 +1,10 @@
-//! `cargo run -p worker --example pool`: the pool growing on demand, the capacity rule, a
+//! `cargo run -p lockgate-worker --example pool`: the pool growing on demand, the capacity rule, a
 //! panicking task that costs nothing, and a draining `close`, with the counters printed.
 
 use std::error::Error;
 use std::sync::{Arc, Condvar, Mutex};
 
-use worker::{JoinError, Pool};
+use lockgate_worker::{JoinError, Pool};
 
 /// A door the demo's "slow" tasks wait at, so the counters can be shown mid-flight.
 #[derive(Default)]

@@ -22,13 +22,13 @@ pub const MAX_WORKERS: usize = 1024;
 /// ```
 /// use std::time::Duration;
 ///
-/// let pool = worker::Pool::builder(2, 8)
+/// let pool = lockgate_worker::Pool::builder(2, 8)
 ///     .submit_buffer(1024)
 ///     .thread_name("w")
 ///     .keep_alive(Duration::from_secs(30))
 ///     .build()?;
 /// assert_eq!(pool.capacity(), 8 / 2 + 1024);
-/// # Ok::<(), worker::BuildError>(())
+/// # Ok::<(), lockgate_worker::BuildError>(())
 /// ```
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
@@ -98,7 +98,7 @@ impl Builder {
     /// # Examples
     ///
     /// ```
-    /// use worker::{BuildError, MAX_WORKERS, Pool};
+    /// use lockgate_worker::{BuildError, MAX_WORKERS, Pool};
     ///
     /// assert_eq!(
     ///     Pool::builder(0, MAX_WORKERS + 1).build().unwrap_err(),

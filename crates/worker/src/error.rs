@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use panicguard::Panic;
+use lockgate_panicguard::Panic;
 
 /// Why [`Pool::new`](crate::Pool::new) or [`Builder::build`](crate::Builder::build) refused
 /// its settings.

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use panicguard::Panic;
+use lockgate_panicguard::Panic;
 
 use crate::sync::{Arc, Condvar, Mutex, MutexGuard, lock, wait, wait_timeout};
 use crate::{JoinError, JoinTimeoutError};
@@ -102,7 +102,7 @@ fn fill<T>(inner: &Inner<T>, result: Result<T, JoinError>) {
 /// # Examples
 ///
 /// ```
-/// let pool = worker::Pool::new(1, 2)?;
+/// let pool = lockgate_worker::Pool::new(1, 2)?;
 /// let answer = pool.spawn(|| 6 * 7);
 /// assert_eq!(answer.join()?, 42);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -111,11 +111,11 @@ fn fill<T>(inner: &Inner<T>, result: Result<T, JoinError>) {
 /// Awaited from async code, the runtime's thread is free while the task runs:
 ///
 /// ```
-/// let pool = worker::Pool::new(1, 2)?;
+/// let pool = lockgate_worker::Pool::new(1, 2)?;
 /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
 /// let sum = runtime.block_on(async {
 ///     let (a, b) = (pool.spawn(|| 40), pool.spawn(|| 2));
-///     Ok::<_, worker::JoinError>(a.await? + b.await?)
+///     Ok::<_, lockgate_worker::JoinError>(a.await? + b.await?)
 /// })?;
 /// assert_eq!(sum, 42);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -189,7 +189,7 @@ impl<T> TaskHandle<T> {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let pool = worker::Pool::new(1, 1)?;
+    /// let pool = lockgate_worker::Pool::new(1, 1)?;
     /// let (release, gate) = std::sync::mpsc::channel::<()>();
     /// let slow = pool.spawn(move || { gate.recv().unwrap(); "done" });
     /// let slow = slow.join_timeout(Duration::from_millis(10)).unwrap_err().into_handle().unwrap();

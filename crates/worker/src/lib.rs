@@ -16,5 +16,5 @@ pub use error::{
     SubmitTimeoutError, TrySubmitError,
 };
 pub use handle::TaskHandle;
-pub use panicguard::Panic;
+pub use lockgate_panicguard::Panic;
 pub use pool::Pool;

@@ -49,7 +49,7 @@ use crate::{
 /// ```
 /// let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build()?;
 /// let answer = runtime.block_on(async {
-///     let pool = worker::Pool::new(1, 2)?;
+///     let pool = lockgate_worker::Pool::new(1, 2)?;
 ///     let answer = pool.spawn(|| 6 * 7).await?; // the runtime thread is free meanwhile
 ///     // Not `drop(pool)` here: that would block this runtime thread until every task ran.
 ///     tokio::task::spawn_blocking(move || pool.close()).await??;
@@ -83,7 +83,7 @@ impl Pool {
     /// # Examples
     ///
     /// ```
-    /// use worker::{BuildError, Pool};
+    /// use lockgate_worker::{BuildError, Pool};
     ///
     /// let pool = Pool::new(2, 8)?;
     /// assert_eq!(pool.workers(), 2);
@@ -112,7 +112,7 @@ impl Pool {
     /// # Examples
     ///
     /// ```
-    /// let pool = worker::Pool::new(1, 4)?;
+    /// let pool = lockgate_worker::Pool::new(1, 4)?;
     /// pool.submit(|| println!("hello from a worker"))?;
     /// pool.close()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -141,7 +141,7 @@ impl Pool {
     /// # Examples
     ///
     /// ```
-    /// let pool = worker::Pool::builder(1, 1).submit_buffer(0).build()?;
+    /// let pool = lockgate_worker::Pool::builder(1, 1).submit_buffer(0).build()?;
     /// let (release, gate) = std::sync::mpsc::channel::<()>();
     /// pool.submit(move || gate.recv().unwrap())?; // the one worker is busy
     /// let rejected = pool.try_submit(|| ()).unwrap_err(); // 1/2 + 0 = no waiting place
@@ -191,7 +191,7 @@ impl Pool {
     /// # Examples
     ///
     /// ```
-    /// let pool = worker::Pool::new(1, 2)?;
+    /// let pool = lockgate_worker::Pool::new(1, 2)?;
     /// let ok = pool.spawn(|| 1 + 1);
     /// let boom = pool.spawn(|| -> u8 { panic!("no answer") });
     /// assert_eq!(ok.join()?, 2);
@@ -205,7 +205,7 @@ impl Pool {
     {
         let (sender, handle) = TaskHandle::channel();
         let job = move || {
-            let result = panicguard::catch(task).map_err(|panic| {
+            let result = lockgate_panicguard::catch(task).map_err(|panic| {
                 tracing::error!(panic = panic.message(), "a spawned pool task panicked");
                 JoinError::Panicked(panic)
             });
@@ -237,7 +237,7 @@ impl Pool {
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     ///
-    /// let pool = worker::Pool::new(0, 2)?;
+    /// let pool = lockgate_worker::Pool::new(0, 2)?;
     /// let ran = Arc::new(AtomicUsize::new(0));
     /// for _ in 0..10 {
     ///     let ran = Arc::clone(&ran);
@@ -285,7 +285,7 @@ impl Pool {
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     ///
-    /// let pool = worker::Pool::new(0, 2)?;
+    /// let pool = lockgate_worker::Pool::new(0, 2)?;
     /// let ran = Arc::new(AtomicUsize::new(0));
     /// for round in 1..=3 {
     ///     for _ in 0..10 {
@@ -323,9 +323,9 @@ impl Pool {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use worker::PoolJoinError;
+    /// use lockgate_worker::PoolJoinError;
     ///
-    /// let pool = worker::Pool::new(1, 1)?;
+    /// let pool = lockgate_worker::Pool::new(1, 1)?;
     /// let (release, gate) = std::sync::mpsc::channel::<()>();
     /// pool.submit(move || gate.recv().unwrap())?;
     /// assert_eq!(pool.join_timeout(Duration::from_millis(10)), Err(PoolJoinError::Timeout));

@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use worker::{JoinError, JoinTimeoutError, Pool};
+use lockgate_worker::{JoinError, JoinTimeoutError, Pool};
 
 /// A waker that counts its wake-ups.
 #[derive(Default)]

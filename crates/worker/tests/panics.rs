@@ -31,7 +31,7 @@ fn panic_site(f: impl FnOnce() + std::panic::UnwindSafe) -> (String, String) {
 #[test]
 fn thread_name_with_nul_blames_the_caller() {
     let (message, file) = panic_site(|| {
-        let _ = worker::Pool::builder(1, 1).thread_name("bad\0name");
+        let _ = lockgate_worker::Pool::builder(1, 1).thread_name("bad\0name");
     });
     assert_eq!(message, "a thread name cannot contain a NUL byte");
     assert!(file.ends_with("tests/panics.rs"), "blamed {file}");
@@ -42,7 +42,7 @@ fn join_after_awaiting_to_completion_blames_the_caller() {
     use std::future::Future;
     use std::task::{Context, Waker};
 
-    let pool = worker::Pool::new(1, 1).unwrap();
+    let pool = lockgate_worker::Pool::new(1, 1).unwrap();
     let mut handle = pool.spawn(|| 1);
     pool.join().unwrap();
     let mut cx = Context::from_waker(Waker::noop());

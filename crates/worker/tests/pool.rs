@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use worker::{BuildError, CloseError, JoinError, Pool, SubmitTimeoutError, TrySubmitError};
+use lockgate_worker::{
+    BuildError, CloseError, JoinError, Pool, SubmitTimeoutError, TrySubmitError,
+};
 
 #[test]
 fn build_rejects_zero_max_and_min_above_max() {
@@ -23,7 +25,7 @@ fn build_rejects_zero_max_and_min_above_max() {
 
 #[test]
 fn build_rejects_sizes_that_overflow_or_exceed_max_workers() {
-    use worker::MAX_WORKERS;
+    use lockgate_worker::MAX_WORKERS;
     // Once a "capacity overflow" panic while reserving `min` workers.
     assert_eq!(
         Pool::new(usize::MAX, usize::MAX).unwrap_err(),
@@ -146,5 +148,5 @@ fn pool_debug_shows_settings_and_counters() {
 fn pool_and_handle_are_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Pool>();
-    assert_send_sync::<worker::TaskHandle<u8>>();
+    assert_send_sync::<lockgate_worker::TaskHandle<u8>>();
 }

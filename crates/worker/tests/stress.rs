@@ -14,7 +14,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Once};
 
-use worker::Pool;
+use lockgate_worker::Pool;
 
 const SUBMITTERS: usize = 8;
 const PANIC_MESSAGE: &str = "stress panic";
@@ -321,7 +321,7 @@ fn busy_loops_beside_the_pool_cost_no_task() {
         assert!(handle.is_finished(), "task {id} ran before join returned");
         match handle.join() {
             Ok(value) => assert!(!panicked && value == id, "task {id}"),
-            Err(worker::JoinError::Panicked(panic)) => {
+            Err(lockgate_worker::JoinError::Panicked(panic)) => {
                 assert!(panicked, "task {id}");
                 assert_eq!(panic.message(), PANIC_MESSAGE);
             }

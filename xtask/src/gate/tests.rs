@@ -89,9 +89,11 @@ fn loom_models_are_found_by_file_name() {
         let path = root.join("crates").join(krate).join(file);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, "").unwrap();
-        std::fs::write(root.join("crates").join(krate).join("Cargo.toml"), "").unwrap();
+        let manifest = format!("[package]\nname = \"pkg-{krate}\"\n");
+        std::fs::write(root.join("crates").join(krate).join("Cargo.toml"), manifest).unwrap();
     }
-    assert_eq!(crates_with_loom_models(&root), ["b", "c"]);
+    // Named by package, not by folder: these names go to `cargo -p`.
+    assert_eq!(crates_with_loom_models(&root), ["pkg-b", "pkg-c"]);
     std::fs::remove_dir_all(&root).unwrap();
 }
 
@@ -102,7 +104,7 @@ fn miri_runs_come_from_each_crates_gate_table() {
     let manifests = [
         (
             "b",
-            "[package]\nname = \"b\"\n\n[package.metadata.gate]\nmiri = \"--lib --test stress\"\n",
+            "[package]\nname = \"pkg-b\"\n\n[package.metadata.gate]\nmiri = \"--lib --test stress\"\n",
         ),
         (
             "a",
@@ -121,7 +123,7 @@ fn miri_runs_come_from_each_crates_gate_table() {
     let expected: Vec<(String, Vec<String>)> = vec![
         ("a".into(), vec![]),
         (
-            "b".into(),
+            "pkg-b".into(),
             vec!["--lib".into(), "--test".into(), "stress".into()],
         ),
     ];

@@ -131,7 +131,7 @@ impl FromStr for Subject {
 /// How the parent asks the database how many items are left.
 pub enum Probe {
     /// `batch`: its store's count of live jobs (a job is live until its last target is stored).
-    Ours(Box<batch::store::PostgresStore>),
+    Ours(Box<lockgate_batch::store::PostgresStore>),
     /// A `SELECT count(*)` of unfinished rows on a connection of its own.
     Sql {
         /// The connection.

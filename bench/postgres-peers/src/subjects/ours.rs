@@ -21,8 +21,8 @@
 
 use std::time::{Duration, SystemTime};
 
-use batch::store::{NewJob, PostgresOptions, PostgresStore, Store, Timestamp};
-use batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+use lockgate_batch::store::{NewJob, PostgresOptions, PostgresStore, Store, Timestamp};
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 use super::Probe;
 use crate::child::{self, Control};

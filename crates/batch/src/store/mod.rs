@@ -422,8 +422,8 @@ pub trait Store: Send + Sync + 'static {
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
 ///
-/// use batch::StoreError;
-/// use batch::store::{Claim, MemoryStore, Store, StoreWrapper, Timestamp};
+/// use lockgate_batch::StoreError;
+/// use lockgate_batch::store::{Claim, MemoryStore, Store, StoreWrapper, Timestamp};
 ///
 /// /// Counts claims; everything else is the memory store's.
 /// struct Counted {

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use batch::store::{PostgresOptions, PostgresStore};
+use lockgate_batch::store::{PostgresOptions, PostgresStore};
 
 /// The variable holding the test database's URL.
 pub const URL_VAR: &str = "BATCH_TEST_POSTGRES_URL";
@@ -125,10 +125,10 @@ pub fn small() -> bool {
 pub const PATIENCE: Duration = Duration::from_secs(120);
 
 /// Hooks that send every job's terminal status to the test.
-pub struct EndedJobs(pub tokio::sync::mpsc::UnboundedSender<batch::JobStatus>);
+pub struct EndedJobs(pub tokio::sync::mpsc::UnboundedSender<lockgate_batch::JobStatus>);
 
-impl batch::hooks::Hooks for EndedJobs {
-    fn job(&self, event: &batch::hooks::JobEvent) {
+impl lockgate_batch::hooks::Hooks for EndedJobs {
+    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let status = event.status;
         let _ = self.0.send(status);
     }

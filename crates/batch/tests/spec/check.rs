@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
 use std::time::Duration;
 
-use batch::store::{self, Evicted, NewJob, Store, Timestamp};
-use batch::{Caller, Job, JobId, JobSummary, SubmitError, TargetState};
+use lockgate_batch::store::{self, Evicted, NewJob, Store, Timestamp};
+use lockgate_batch::{Caller, Job, JobId, JobSummary, SubmitError, TargetState};
 
 use super::ops::{Asker, Budget, CALLERS, ClaimPick, JobPick, KEYS, Op, Outcome};
 use super::reference::{
@@ -509,7 +509,9 @@ impl<S: Store> Session<'_, S> {
                             existing: s.existing,
                         })
                     }
-                    Err(SubmitError::Invalid(batch::InvalidJob::Empty)) => Err(Refusal::Empty),
+                    Err(SubmitError::Invalid(lockgate_batch::InvalidJob::Empty)) => {
+                        Err(Refusal::Empty)
+                    }
                     Err(SubmitError::Full) => Err(Refusal::Full),
                     Err(SubmitError::CallerBusy { live }) => Err(Refusal::CallerBusy {
                         live: self.ref_id(live),

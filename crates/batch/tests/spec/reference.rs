@@ -1,4 +1,4 @@
-//! The reference store: the [`Store`](batch::store::Store) trait's documented rules, written
+//! The reference store: the [`Store`](lockgate_batch::store::Store) trait's documented rules, written
 //! as plainly as possible, for `tests/spec.rs` to hold every real store against.
 //!
 //! It is written from the trait's documentation (`src/store/mod.rs`), not from any store: one
@@ -45,8 +45,8 @@
 
 use std::time::Duration;
 
-use batch::store::{Evicted, NewJob, Timestamp};
-use batch::{
+use lockgate_batch::store::{Evicted, NewJob, Timestamp};
+use lockgate_batch::{
     Caller, Counts, Job, JobId, JobStatus, JobSummary, Progress, TargetEntry, TargetOutcome,
     TargetState,
 };
@@ -62,7 +62,7 @@ pub struct Rules {
     pub recover_frees_claims: bool,
 }
 
-/// [`batch::store::Submitted`], as the reference answers it.
+/// [`lockgate_batch::store::Submitted`], as the reference answers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Submitted {
     /// The job's id: new, or the caller's stored job with the same key.
@@ -73,7 +73,7 @@ pub struct Submitted {
     pub existing: bool,
 }
 
-/// The refusals of [`batch::SubmitError`] that a store itself decides.
+/// The refusals of [`lockgate_batch::SubmitError`] that a store itself decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
     /// The job has no targets.
@@ -87,7 +87,7 @@ pub enum Refusal {
     },
 }
 
-/// [`batch::store::Claim`], as the reference hands it out.
+/// [`lockgate_batch::store::Claim`], as the reference hands it out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
     /// The job.
@@ -108,7 +108,7 @@ pub struct Claim {
     pub started: bool,
 }
 
-/// [`batch::store::Ended`], as the reference reports it.
+/// [`lockgate_batch::store::Ended`], as the reference reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ended {
     /// The job.
@@ -123,7 +123,7 @@ pub struct Ended {
     pub live_jobs: usize,
 }
 
-/// [`batch::store::Completion`], as the reference reports it.
+/// [`lockgate_batch::store::Completion`], as the reference reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Completion {
     /// The result is stored.
@@ -139,7 +139,7 @@ pub enum Completion {
     Stale,
 }
 
-/// [`batch::store::CancelOutcome`], as the reference reports it.
+/// [`lockgate_batch::store::CancelOutcome`], as the reference reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelOutcome {
     /// No such job for this caller.
@@ -359,7 +359,7 @@ impl Reference {
         }
     }
 
-    /// As [`Store::recover`](batch::store::Store::recover).
+    /// As [`Store::recover`](lockgate_batch::store::Store::recover).
     pub fn recover(&mut self, _now: Timestamp) -> usize {
         if self.rules.recover_frees_claims {
             for i in 0..self.jobs.len() {
@@ -372,7 +372,7 @@ impl Reference {
         self.live_jobs()
     }
 
-    /// As [`Store::submit`](batch::store::Store::submit): the key first, then `Full`, then
+    /// As [`Store::submit`](lockgate_batch::store::Store::submit): the key first, then `Full`, then
     /// `CallerBusy`.
     pub fn submit(&mut self, job: NewJob) -> Result<Submitted, Refusal> {
         if job.targets.is_empty() {
@@ -428,7 +428,7 @@ impl Reference {
         })
     }
 
-    /// As [`Store::claim`](batch::store::Store::claim): takes back lapsed claims, then
+    /// As [`Store::claim`](lockgate_batch::store::Store::claim): takes back lapsed claims, then
     /// claims the ready job served longest ago.
     pub fn claim(&mut self, now: Timestamp) -> Option<Claim> {
         let mut lapsed: Vec<(Timestamp, usize)> = self
@@ -477,7 +477,7 @@ impl Reference {
         })
     }
 
-    /// As [`Store::renew`](batch::store::Store::renew).
+    /// As [`Store::renew`](lockgate_batch::store::Store::renew).
     pub fn renew(&mut self, claim: &Claim, now: Timestamp) -> bool {
         let Some(i) = self.current(claim) else {
             return false;
@@ -490,7 +490,7 @@ impl Reference {
         true
     }
 
-    /// As [`Store::complete`](batch::store::Store::complete).
+    /// As [`Store::complete`](lockgate_batch::store::Store::complete).
     pub fn complete(&mut self, claim: &Claim, result: TargetState, now: Timestamp) -> Completion {
         let Some(i) = self.current(claim) else {
             return Completion::Stale;
@@ -538,7 +538,7 @@ impl Reference {
         }
     }
 
-    /// As [`Store::retry_later`](batch::store::Store::retry_later).
+    /// As [`Store::retry_later`](lockgate_batch::store::Store::retry_later).
     pub fn retry_later(
         &mut self,
         claim: &Claim,
@@ -554,7 +554,7 @@ impl Reference {
         true
     }
 
-    /// As [`Store::release`](batch::store::Store::release).
+    /// As [`Store::release`](lockgate_batch::store::Store::release).
     pub fn release(&mut self, claim: &Claim, _now: Timestamp) -> bool {
         let Some(i) = self.current(claim) else {
             return false;
@@ -563,7 +563,7 @@ impl Reference {
         true
     }
 
-    /// As [`Store::next_wakeup`](batch::store::Store::next_wakeup): the earliest lease end
+    /// As [`Store::next_wakeup`](lockgate_batch::store::Store::next_wakeup): the earliest lease end
     /// of a claim out (with leases), or retry time still to come of a job that waits only for
     /// it.
     pub fn next_wakeup(&self, now: Timestamp) -> Option<Timestamp> {
@@ -590,7 +590,7 @@ impl Reference {
             .collect()
     }
 
-    /// As [`Store::status`](batch::store::Store::status).
+    /// As [`Store::status`](lockgate_batch::store::Store::status).
     pub fn status(&self, id: JobId, caller: &Caller) -> Option<Job> {
         let job = &self.jobs[self.own(id, caller)?];
         let targets = job
@@ -608,12 +608,12 @@ impl Reference {
         ))
     }
 
-    /// As [`Store::summary`](batch::store::Store::summary).
+    /// As [`Store::summary`](lockgate_batch::store::Store::summary).
     pub fn summary(&self, id: JobId, caller: &Caller) -> Option<JobSummary> {
         Some(self.jobs[self.own(id, caller)?].summary())
     }
 
-    /// As [`Store::jobs`](batch::store::Store::jobs): in submit order.
+    /// As [`Store::jobs`](lockgate_batch::store::Store::jobs): in submit order.
     pub fn jobs(&self, caller: &Caller) -> Vec<JobSummary> {
         self.jobs
             .iter()
@@ -622,7 +622,7 @@ impl Reference {
             .collect()
     }
 
-    /// As [`Store::touch`](batch::store::Store::touch).
+    /// As [`Store::touch`](lockgate_batch::store::Store::touch).
     pub fn touch(&mut self, id: JobId, caller: &Caller, _now: Timestamp) -> bool {
         let Some(i) = self.own(id, caller) else {
             return false;
@@ -631,7 +631,7 @@ impl Reference {
         true
     }
 
-    /// As [`Store::cancel`](batch::store::Store::cancel): a claim out stays out.
+    /// As [`Store::cancel`](lockgate_batch::store::Store::cancel): a claim out stays out.
     pub fn cancel(&mut self, id: JobId, caller: &Caller, now: Timestamp) -> CancelOutcome {
         let Some(i) = self.own(id, caller) else {
             return CancelOutcome::NotFound;
@@ -654,7 +654,7 @@ impl Reference {
         })
     }
 
-    /// As [`Store::evict_oldest`](batch::store::Store::evict_oldest): ended jobs with no
+    /// As [`Store::evict_oldest`](lockgate_batch::store::Store::evict_oldest): ended jobs with no
     /// claim out, least recently touched first, while the stored bytes exceed `max_bytes`.
     pub fn evict_oldest(&mut self, max_bytes: u64) -> Evicted {
         let mut evicted = Evicted::default();

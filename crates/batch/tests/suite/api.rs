@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use batch::store::Store;
-use batch::{
+use lockgate_batch::store::Store;
+use lockgate_batch::{
     Caller, Config, FetchContext, FetchError, Job, JobId, JobStatus, Runner, TargetState, fetch_fn,
 };
 use tokio::time::Instant;

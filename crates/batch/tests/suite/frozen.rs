@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
-use batch::store::Store;
-use batch::store::StoreWrapper;
+use lockgate_batch::store::Store;
+use lockgate_batch::store::StoreWrapper;
 
 /// A store whose every call blocks its caller's thread until done.
 pub struct Frozen<S> {

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use batch::hooks::{Hooks, JobEvent, TargetEvent};
-use batch::{Fetch, FetchContext, FetchError, JobId, JobStatus, TargetOutcome};
+use lockgate_batch::hooks::{Hooks, JobEvent, TargetEvent};
+use lockgate_batch::{Fetch, FetchContext, FetchError, JobId, JobStatus, TargetOutcome};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 

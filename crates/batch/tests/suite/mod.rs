@@ -4,7 +4,7 @@
 //!
 //! ```ignore
 //! mod suite;
-//! suite::runner_suite!(batch::store::MemoryStore::new);
+//! suite::runner_suite!(lockgate_batch::store::MemoryStore::new);
 //! ```
 //!
 //! The argument is any expression callable as `Fn() -> S` for a `S: Store`. Every test runs on
@@ -27,12 +27,12 @@ pub use api::{
     a_fetch_is_told_its_job_index_and_caller, question_mark_in_a_fetch_stores_the_error_text,
     retry_later_waits_its_own_time_and_stores_its_reason, snapshots_round_trip_through_serde,
 };
-use batch::store::Store;
-use batch::{
+use harness::{Event, Plan, Recorder, RecordingHooks, Target, fetcher, oks, targets};
+use lockgate_batch::store::Store;
+use lockgate_batch::{
     Caller, Config, ConfigError, InvalidJob, Job, JobId, JobStatus, NewError, Runner, StatusError,
     SubmitError, TargetOutcome, TargetState,
 };
-use harness::{Event, Plan, Recorder, RecordingHooks, Target, fetcher, oks, targets};
 #[allow(unused_imports)] // used through `runner_suite!`
 pub use watching::{
     a_key_submits_once, cancel_ends_wait_and_watch, close_ends_a_wait_on_a_live_job,
@@ -274,7 +274,7 @@ pub async fn busy_beyond_retry_for_fails<S: Store>(make: impl Fn() -> S) {
     assert_eq!(
         job.targets[0].state,
         TargetState::Failed {
-            error: batch::FetchError::retry_later("busy").to_string(),
+            error: lockgate_batch::FetchError::retry_later("busy").to_string(),
             hint: None
         }
     );
@@ -468,23 +468,23 @@ impl PanickingHooks {
     }
 }
 
-impl batch::hooks::Hooks for PanickingHooks {
+impl lockgate_batch::hooks::Hooks for PanickingHooks {
     fn depth(&self, _: usize) {
         self.hit("depth")
     }
     fn inflight(&self, _: usize) {
         self.hit("inflight")
     }
-    fn target(&self, _: &batch::hooks::TargetEvent) {
+    fn target(&self, _: &lockgate_batch::hooks::TargetEvent) {
         self.hit("target")
     }
-    fn job(&self, _: &batch::hooks::JobEvent) {
+    fn job(&self, _: &lockgate_batch::hooks::JobEvent) {
         self.hit("job")
     }
-    fn rescued(&self, _: &batch::hooks::RescueEvent) {
+    fn rescued(&self, _: &lockgate_batch::hooks::RescueEvent) {
         self.hit("rescued")
     }
-    fn store_error(&self, _: &batch::StoreError) {
+    fn store_error(&self, _: &lockgate_batch::StoreError) {
         self.hit("store_error")
     }
 }

@@ -9,8 +9,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use batch::store::Store;
-use batch::{Caller, Config, FetchContext, FetchError, Job, JobId, JobStatus, Runner, TargetState};
+use lockgate_batch::store::Store;
+use lockgate_batch::{
+    Caller, Config, FetchContext, FetchError, Job, JobId, JobStatus, Runner, TargetState,
+};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 

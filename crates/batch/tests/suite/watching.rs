@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
-use batch::store::Store;
-use batch::{Counts, InvalidJob, JobStatus, Progress, StatusError, SubmitError, TargetOutcome};
+use lockgate_batch::store::Store;
+use lockgate_batch::{
+    Counts, InvalidJob, JobStatus, Progress, StatusError, SubmitError, TargetOutcome,
+};
 
 use super::harness::{Plan, oks, targets};
 use super::{caller, config, start};
@@ -27,7 +29,9 @@ pub async fn wait_returns_the_final_job<S: Store>(make: impl Fn() -> S) {
         Err(StatusError::NotFound)
     ));
     assert!(matches!(
-        runner.wait(&ann, batch::JobId::new(a.get() + 100)).await,
+        runner
+            .wait(&ann, lockgate_batch::JobId::new(a.get() + 100))
+            .await,
         Err(StatusError::NotFound)
     ));
     runner.close().await;

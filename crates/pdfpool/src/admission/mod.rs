@@ -60,7 +60,7 @@ use crate::sync::Arc;
 /// use std::sync::Arc;
 /// use std::time::Duration;
 ///
-/// use pdfpool::{AdmissionError, AdmissionLayer, BusyCause};
+/// use lockgate_pdfpool::{AdmissionError, AdmissionLayer, BusyCause};
 /// use tokio::sync::Semaphore;
 /// use tower::{Layer, ServiceExt, service_fn};
 ///

@@ -8,7 +8,7 @@ use crate::sync::{Arc, MutexGuard, Ordering, lock, wait, wait_timeout};
 
 /// Runs one task, turning its panic into a log line (rule 4): the worker goes on.
 pub(crate) fn run_task(task: Task) {
-    if let Err(panic) = panicguard::catch(|| task.run()) {
+    if let Err(panic) = lockgate_panicguard::catch(|| task.run()) {
         tracing::error!(
             panic = panic.message(),
             "a pool task panicked; its worker goes on"

@@ -32,10 +32,10 @@ pub(crate) use state::State;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// use batch::store::MemoryStore;
-/// use batch::{Caller, Config, FetchError, Runner};
+/// use lockgate_batch::store::MemoryStore;
+/// use lockgate_batch::{Caller, Config, FetchError, Runner};
 ///
-/// let fetch = batch::fetch_fn(|_ctx, n: u32| async move { Ok::<u32, FetchError>(n * 2) });
+/// let fetch = lockgate_batch::fetch_fn(|_ctx, n: u32| async move { Ok::<u32, FetchError>(n * 2) });
 /// let runner = Runner::new(Config::default(), MemoryStore::new(), fetch).await.unwrap();
 /// let id = runner.submit(&Caller::new("ann"), &[1, 2]).await.unwrap();
 /// # runner.close().await;

@@ -114,13 +114,13 @@ use crate::time::Timestamp;
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
 ///
-/// use batch::{Caller, Config, FetchError, Runner, store::PostgresStore};
+/// use lockgate_batch::{Caller, Config, FetchError, Runner, store::PostgresStore};
 ///
 /// let store = PostgresStore::options()
 ///     .lease_ttl(Duration::from_secs(30))
 ///     .connect("postgres://batch@db.internal/app")
 ///     .await?;
-/// let fetch = batch::fetch_fn(|_ctx, n: u32| async move { Ok::<u32, FetchError>(n + 1) });
+/// let fetch = lockgate_batch::fetch_fn(|_ctx, n: u32| async move { Ok::<u32, FetchError>(n + 1) });
 /// let runner = Runner::new(Config::default(), store, fetch).await?;
 /// runner.submit(&Caller::new("ann"), &[1, 2, 3]).await?;
 /// # Ok(())

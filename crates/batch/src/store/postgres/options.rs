@@ -192,7 +192,7 @@ impl PostgresOptions {
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    /// use batch::store::PostgresStore;
+    /// use lockgate_batch::store::PostgresStore;
     ///
     /// let ca = std::fs::read("/etc/ssl/private-ca.pem")?;
     /// let store = PostgresStore::options()

@@ -66,8 +66,8 @@ use thread::ConnectionThread;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use batch::store::{SqliteError, SqliteStore};
-/// use batch::{Caller, Config, FetchError, Runner};
+/// use lockgate_batch::store::{SqliteError, SqliteStore};
+/// use lockgate_batch::{Caller, Config, FetchError, Runner};
 ///
 /// # let dir = std::env::temp_dir().join(format!("batch-doc-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
@@ -75,7 +75,7 @@ use thread::ConnectionThread;
 /// // The file has one owner at a time.
 /// assert!(matches!(SqliteStore::open(dir.join("jobs.db")), Err(SqliteError::InUse { .. })));
 ///
-/// let fetch = batch::fetch_fn(|_ctx, n: u32| async move { Ok::<u32, FetchError>(n + 1) });
+/// let fetch = lockgate_batch::fetch_fn(|_ctx, n: u32| async move { Ok::<u32, FetchError>(n + 1) });
 /// let runner = Runner::new(Config::default(), store, fetch).await?;
 /// let id = runner.submit(&Caller::new("ann"), &[1, 2, 3]).await?;
 /// # let _ = id;

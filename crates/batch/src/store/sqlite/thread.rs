@@ -241,7 +241,7 @@ fn run_batch<C: Batches>(owned: &mut C, batch: Vec<Box<dyn Call<C>>>) {
     let mut calls = batch.into_iter();
     let mut panicked = false;
     for call in calls.by_ref() {
-        match panicguard::catch(|| call.run(owned)) {
+        match lockgate_panicguard::catch(|| call.run(owned)) {
             Ok(answer) => answers.push(answer),
             Err(panic) => {
                 tracing::error!(panic = panic.message(), "sqlite store call panicked");

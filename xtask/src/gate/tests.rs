@@ -7,7 +7,10 @@ fn names(steps: &[&Step]) -> Vec<&'static str> {
 #[test]
 fn quick_gate_runs_the_stable_steps_in_order() {
     let steps = select(&GateOptions::default()).unwrap();
-    assert_eq!(names(&steps), ["fmt", "clippy", "test", "loom", "doc"]);
+    assert_eq!(
+        names(&steps),
+        ["fmt", "clippy", "test", "loom", "doc", "package"]
+    );
 }
 
 #[test]
@@ -19,7 +22,9 @@ fn full_gate_adds_the_nightly_steps_last() {
     let steps = select(&options).unwrap();
     assert_eq!(
         names(&steps),
-        ["fmt", "clippy", "test", "loom", "doc", "tsan", "miri"]
+        [
+            "fmt", "clippy", "test", "loom", "doc", "package", "tsan", "miri"
+        ]
     );
 }
 

@@ -55,9 +55,9 @@ pub(crate) const STEPS: &[Step] = &[
         run: loom,
     },
     Step {
-        name: "doc",
+        name: "tidy",
         full_only: false,
-        run: doc,
+        run: tidy::run,
     },
     Step {
         name: "package",
@@ -261,14 +261,6 @@ fn loom(root: &Path) -> Outcome {
     Outcome::Passed
 }
 
-fn doc(root: &Path) -> Outcome {
-    outcome(util::run(
-        in_root(cargo(), root)
-            .env("RUSTDOCFLAGS", "-D warnings")
-            .args(["doc", "--workspace", "--no-deps", "--all-features"]),
-    ))
-}
-
 /// `cargo package` for every crate under `crates/` in one run, which packages them in
 /// dependency order and verifies each tarball by building it against the others' tarballs
 /// (crates.io is asked only for outside dependencies). `--allow-dirty`: the step checks what
@@ -442,6 +434,8 @@ fn has_loom_file(dir: &Path) -> bool {
         }
     })
 }
+
+mod tidy;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,118 @@
+//! The gate step `tidy`: the repository's text agrees with its files.
+//!
+//! Three checks, each failure named by file and line:
+//! - [`paths`]: every repository path the Markdown files and the Rust doc comments mention
+//!   exists, and a `:N` or `:N-M` line suffix is within the file;
+//! - [`modules`]: every `.rs` file of a package is reached by `mod` declarations from a
+//!   target root, so no file is silently left out of the build;
+//! - rustdoc with `-D warnings`, which fails on a broken intra-doc link (and on every other
+//!   rustdoc warning). This is the gate's only `cargo doc` run.
+
+mod modules;
+mod paths;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use super::{Outcome, in_root};
+use crate::util::{self, cargo};
+
+/// One thing the checks found wrong: where, and what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finding {
+    /// Relative to the repository root.
+    pub(crate) file: PathBuf,
+    /// 1-based.
+    pub(crate) line: usize,
+    pub(crate) message: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
+    }
+}
+
+/// Runs the text checks, then rustdoc; fails if either found something.
+pub(crate) fn run(root: &Path) -> Outcome {
+    let findings = check(root);
+    for finding in &findings {
+        println!("{finding}");
+    }
+    let doc = rustdoc(root);
+    match (findings.len(), doc) {
+        (0, Ok(())) => Outcome::Passed,
+        (0, Err(why)) => Outcome::Failed(why),
+        (n, doc) => {
+            let also = doc
+                .err()
+                .map_or_else(String::new, |why| format!("; and {why}"));
+            Outcome::Failed(format!(
+                "{n} stale path(s) or unreached file(s), listed above{also}"
+            ))
+        }
+    }
+}
+
+/// The path and module checks, without rustdoc.
+pub(crate) fn check(root: &Path) -> Vec<Finding> {
+    let files = files(root);
+    let mut findings = paths::check(root, &files);
+    findings.extend(modules::check(root, &files));
+    findings
+}
+
+/// Builds the docs with warnings denied: a broken intra-doc link fails here.
+pub(crate) fn rustdoc(root: &Path) -> Result<(), String> {
+    util::run(
+        in_root(cargo(), root)
+            .env("RUSTDOCFLAGS", "-D warnings")
+            .args(["doc", "--workspace", "--no-deps", "--all-features"]),
+    )
+}
+
+/// Every file under `root`, relative to it and sorted, leaving out build output (`target`)
+/// and hidden folders (`.git`, `.cargo`).
+pub(crate) fn files(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![PathBuf::new()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(root.join(&dir)) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let path = dir.join(&*name);
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => {
+                    if name != "target" && !name.starts_with('.') {
+                        dirs.push(path);
+                    }
+                }
+                Ok(_) => found.push(path),
+                Err(_) => {}
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// `path` with `.` and `..` resolved lexically; `None` if it climbs above its start.
+pub(crate) fn normalize(path: &Path) -> Option<PathBuf> {
+    let mut parts: Vec<Component<'_>> = Vec::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            other => parts.push(other),
+        }
+    }
+    Some(parts.iter().collect())
+}

@@ -1,0 +1,154 @@
+//! Each check on throwaway trees: it fails on a bad input, naming the file and line, and
+//! passes on the fixed one.
+
+use super::*;
+
+/// A throwaway folder of files, removed on drop.
+struct Tree(PathBuf);
+
+impl Tree {
+    fn new(tag: &str, files: &[(&str, &str)]) -> Self {
+        let dir = std::env::temp_dir().join(format!("xtask-tidy-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (path, text) in files {
+            let path = dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        Self(dir)
+    }
+
+    /// The findings, as `file:line: message` lines.
+    fn findings(&self) -> Vec<String> {
+        check(&self.0).iter().map(ToString::to_string).collect()
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const MANIFEST: &str = "[package]\nname = \"a\"\nversion = \"0.0.0\"\nedition = \"2024\"\n";
+
+/// A crate `a` in the `crates` folder, its library three lines long, plus `files`.
+fn crate_with(tag: &str, files: &[(&str, &str)]) -> Tree {
+    let mut all = vec![
+        ("crates/a/Cargo.toml", MANIFEST),
+        ("crates/a/src/lib.rs", "//! A.\n\npub fn f() {}\n"),
+    ];
+    all.extend_from_slice(files);
+    Tree::new(tag, &all)
+}
+
+#[test]
+fn paths_that_do_not_exist_or_lines_past_the_end_fail_with_file_and_line() {
+    let bad = crate_with(
+        "paths-bad",
+        &[
+            (
+                "docs/notes.md",
+                "# Notes\n\nThe rule is in `crates/a/src/gone.rs`.\nSee crates/a/src/lib.rs:4 and crates/a/src/lib.rs:2-9.\n[more](../crates/a/README.md)\n",
+            ),
+            (
+                "crates/a/src/extra.rs",
+                "/// As `docs/missing.md` says.\npub fn g() {}\n",
+            ),
+            ("README.md", "[out](../elsewhere.md)\n"),
+        ],
+    );
+    // `extra.rs` is also unreached; only the path findings matter here.
+    let findings: Vec<String> = bad
+        .findings()
+        .into_iter()
+        .filter(|f| !f.contains("`mod`"))
+        .collect();
+    assert_eq!(
+        findings,
+        [
+            "README.md:1: `../elsewhere.md` points outside the repository",
+            "crates/a/src/extra.rs:1: `docs/missing.md`: no such file or folder",
+            "docs/notes.md:3: `crates/a/src/gone.rs`: no such file or folder",
+            "docs/notes.md:4: `crates/a/src/lib.rs:4`: the file has 3 lines",
+            "docs/notes.md:4: `crates/a/src/lib.rs:2-9`: the file has 3 lines",
+            "docs/notes.md:5: `../crates/a/README.md`: no such file or folder",
+        ]
+    );
+}
+
+#[test]
+fn paths_that_exist_pass() {
+    let good = crate_with(
+        "paths-good",
+        &[
+            (
+                "docs/notes.md",
+                "The rule is in `crates/a/src/lib.rs:1-3` ([code](../crates/a/src/lib.rs#L3)).\nEvery crates/*/README.md, `crates/<name>/src`, [web](https://example.org/docs/x.md), [top](#notes).\n",
+            ),
+            ("crates/a/README.md", "[notes](../../docs/notes.md)\n"),
+        ],
+    );
+    assert_eq!(good.findings(), Vec::<String>::new());
+}
+
+#[test]
+fn a_file_no_mod_reaches_fails_and_passes_once_declared() {
+    let files = |lib: &'static str, pg: &'static str, db: &'static str| {
+        vec![
+            ("crates/a/src/lib.rs", lib),
+            ("crates/a/src/core/mod.rs", "mod worker;\n"),
+            ("crates/a/src/core/worker.rs", ""),
+            ("crates/a/src/tests/loom_x.rs", ""),
+            ("crates/a/src/tests/mod.rs", "#[cfg(loom)]\nmod loom_x;\n"),
+            ("crates/a/src/gate_impl.rs", ""),
+            ("crates/a/src/orphan.rs", ""),
+            ("crates/a/tests/api.rs", "mod common;\n"),
+            ("crates/a/tests/common/mod.rs", ""),
+            ("crates/a/tests/suite/main.rs", "mod model;\n"),
+            ("crates/a/tests/suite/model.rs", ""),
+            ("crates/a/tests/pg/mod.rs", pg),
+            ("crates/a/tests/shared/frozen.rs", ""),
+            ("crates/a/tests/db.rs", db),
+            ("crates/a/examples/demo.rs", ""),
+        ]
+    };
+    let lib_bad = "mod core;\n#[cfg(test)]\nmod tests;\n#[path = \"gate_impl.rs\"]\nmod gate;\nmod missing;\n";
+    let bad = crate_with("modules-bad", &files(lib_bad, "", ""));
+    assert_eq!(
+        bad.findings(),
+        [
+            "crates/a/src/lib.rs:6: `mod missing` names a file that does not exist: `crates/a/src/missing.rs`",
+            "crates/a/src/orphan.rs:1: no `mod` declaration reaches `crates/a/src/orphan.rs` from a target root of `crates/a/Cargo.toml`",
+            "crates/a/tests/pg/mod.rs:1: no `mod` declaration reaches `crates/a/tests/pg/mod.rs` from a target root of `crates/a/Cargo.toml`",
+            "crates/a/tests/shared/frozen.rs:1: no `mod` declaration reaches `crates/a/tests/shared/frozen.rs` from a target root of `crates/a/Cargo.toml`",
+        ]
+    );
+    let lib_good =
+        "mod core;\n#[cfg(test)]\nmod tests;\n#[path = \"gate_impl.rs\"]\nmod gate;\nmod orphan;\n";
+    let pg_good = "#[path = \"../shared/frozen.rs\"]\nmod frozen;\n";
+    let good = crate_with("modules-good", &files(lib_good, pg_good, "mod pg;\n"));
+    assert_eq!(good.findings(), Vec::<String>::new());
+}
+
+#[test]
+fn rustdoc_fails_on_a_broken_intra_doc_link_and_passes_on_a_good_one() {
+    let lib = |doc: &str| format!("//! {doc}\n\n/// Present.\npub struct Present;\n");
+    let bad = Tree::new(
+        "rustdoc-bad",
+        &[
+            ("Cargo.toml", &format!("{MANIFEST}\n[workspace]\n")),
+            ("src/lib.rs", &lib("See [`Missing`].")),
+        ],
+    );
+    let why = rustdoc(&bad.0).unwrap_err();
+    assert!(why.contains("cargo") && why.contains("doc"), "{why}");
+    let good = Tree::new(
+        "rustdoc-good",
+        &[
+            ("Cargo.toml", &format!("{MANIFEST}\n[workspace]\n")),
+            ("src/lib.rs", &lib("See [`Present`].")),
+        ],
+    );
+    assert_eq!(rustdoc(&good.0), Ok(()));
+}

@@ -39,9 +39,11 @@ struct Inner<T> {
     ready: Condvar,
 }
 
-/// The sending half, moved into the task. Dropping it unsent (the task was dropped without
-/// finishing, which the pool only does when it rejected it) fills the slot with an error,
-/// so `join` never waits forever.
+/// The sending half, moved into the task. Dropping it unsent fills the slot with an error,
+/// so `join` never waits forever. The pool runs every task it accepted, so that happens
+/// when the task unwinds before it sends (a panic outside the task's own catch, such as one
+/// from a `tracing` subscriber while the task's panic is logged), or when the pool rejects
+/// the task; `spawn` then returns a fresh closed handle and nobody reads this slot.
 pub(crate) struct ResultSender<T> {
     inner: Option<Arc<Inner<T>>>,
 }
@@ -57,8 +59,10 @@ impl<T> ResultSender<T> {
 impl<T> Drop for ResultSender<T> {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.take() {
-            // Only reachable when the task was dropped unrun (a rejected spawn) or unwound
-            // past its own catch (a panic payload that panics when dropped).
+            // Only reachable when the task was dropped unrun (a rejected spawn, whose handle
+            // nobody holds) or unwound past its own catch before sending (a panicking
+            // `tracing` subscriber; a payload whose drop panics is already caught by
+            // `Panic::from_payload`).
             let lost = Panic::from_payload(Box::new("the task ended without a result"));
             fill(&inner, Err(JoinError::Panicked(lost)));
         }

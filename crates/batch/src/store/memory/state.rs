@@ -173,7 +173,8 @@ pub(crate) struct State {
     next_serve: u64,
 }
 
-/// Why a claim call was refused.
+/// Whether `claim` is the job's claim out now (invariant 3). A claim that was released,
+/// completed, or taken back after its lease lapsed has a stale token and is refused.
 fn current(entry: &Entry, claim: &Claim) -> bool {
     entry.in_flight == Some(claim.token)
 }

@@ -20,6 +20,21 @@
 //! `jobs`. Its waiters (everyone awaiting its outcome, the starter included) sit in a slab in
 //! the job, each addressed by a [`WaiterId`]. The table stores two opaque values per job: the
 //! launch `L` of a queued job (what the pool calls to start it) and each waiter's mailbox `W`.
+//! Besides the jobs, the table keeps `by_key` (key → [`JobId`]), `callers` (owner → its
+//! [`JobId`]), the FIFO `queue` of queued ids and the `running` count.
+//!
+//! # Transitions
+//!
+//! Each is one lock acquisition and hands back what it removed, acted on after the unlock:
+//!
+//! | call | from | to | hands back |
+//! | --- | --- | --- | --- |
+//! | `admit` | none / any | Running, Queued, or a new waiter on the job in flight | nothing: its `mailbox` closure runs only if the request waits and its `queue` closure (deadline + launch) only if the job is queued; on `Started` the caller spawns the closure it still holds |
+//! | `join` | Running / Queued | one more waiter | the mailbox, if nothing is in flight for the key |
+//! | `leave` | any | one waiter fewer; a Queued job left with none is removed | the waiter's mailbox; the abandoned launch |
+//! | `finish` | Running | removed; the queue head becomes Running | every mailbox; the next job's launch |
+//! | `expire` | Queued | removed | every mailbox (owed `Busy`); the launch |
+//! | `close` | every Queued | removed; `closed = true` | every mailbox (owed `Closed`); the launches |
 //!
 //! # Invariants
 //!
@@ -53,7 +68,9 @@
 //! to drop) returns them, and the caller acts on them **after** the lock is released: delivers
 //! the outcome, spawns the job, drops the unused closure. Between the release and that action
 //! the table already shows the new state (counters exact), and invariant 8 keeps the handed-out
-//! values from being reached twice.
+//! values from being reached twice: a waiter dropped in that gap finds its [`WaiterId`] no
+//! longer resolves (`leave` hands back nothing), and its outcome goes to a receiver that is
+//! gone.
 
 use std::borrow::Borrow;
 use std::collections::hash_map::Entry;

@@ -4,6 +4,12 @@
 //! taken while the pool's is held). Wakers are cloned, woken and dropped with that lock
 //! released: a waker is the runtime's code, and running it under a lock could deadlock or
 //! poison it.
+//!
+//! The worker fills the slot, takes the waker, unlocks, then wakes it. A poll clones a new
+//! waker with the lock released and re-checks the slot before storing it, so a result that
+//! arrived in between is returned at once rather than left with nobody to wake (the loom
+//! model of an awaited handle checks this race). Dropping the handle, or a future awaiting
+//! it, never cancels the task.
 
 use std::fmt;
 use std::future::Future;

@@ -1,7 +1,8 @@
 //! The pool core: one `Mutex<State>` with three condvars, owning every rule of the pool.
 //!
-//! The grow / shrink / exit protocol, step by step with the race each step prevents, is in
-//! `docs/worker.md` at the workspace root; this block is the reference for the code.
+//! This block holds the states, invariants and lock rules; the grow / shrink / exit
+//! protocol, step by step with the race each step prevents, follows it (from `README.md`
+//! beside this file).
 //!
 //! # States of a worker
 //!
@@ -91,6 +92,8 @@
 //! straight on to pop its next task under that same lock. Nothing outside the lock reads
 //! `State`; spinners read two atomic copies (`token_hint`, `finished_hint`) written under
 //! it, as hints only: every decision is re-made under the lock.
+//!
+#![doc = include_str!("README.md")]
 
 mod spawn;
 mod spin;
@@ -173,9 +176,14 @@ struct ThreadSlot {
 
 /// Everything `Shared::state` guards; see the module docs for the invariants.
 struct State {
+    /// Accepted tasks not started yet, in accept order.
     queue: VecDeque<Task>,
+    /// Live workers, including reserved ones whose thread is still starting.
     workers: usize,
+    /// Workers waiting for work that no submitter has claimed.
     idle: usize,
+    /// Idle workers a submitter claimed and notified that have not woken yet: tokens, taken
+    /// by whichever idle worker wakes first.
     wakeups: usize,
     /// Idle workers spinning (lock released) before they sleep; they need no notification.
     spinning: usize,
@@ -186,9 +194,13 @@ struct State {
     submitter_spins: spin::SpinCredit,
     /// Whether spinners may yield (off for a while after a slow yield, see [`spin`]).
     yields: spin::Yields,
+    /// Tasks running now.
     running: usize,
+    /// Thread spawns in flight: reserved, handle not recorded yet (invariant 4).
     spawning: usize,
+    /// Intake stopped (invariant 5).
     closing: bool,
+    /// Submitters blocked on `room`.
     blocked_submitters: usize,
     /// `room` notifications sent and not yet taken up by a waking submitter. Every waking
     /// submitter takes one (if any), so this can only undercount, which costs a spare
@@ -201,8 +213,11 @@ struct State {
     /// How often the pool ran out of accepted work (queue empty, nothing running) while
     /// `joiners > 0`: a joiner returns once this moves past the value it saw on arrival.
     emptied: u64,
+    /// Tasks finished since the pool was built (`Pool::completed`).
     finished: u64,
+    /// The id the next reserved worker's thread slot gets.
     next_worker_id: usize,
+    /// Every worker thread not joined yet: its id, its handle once spawned, whether it exited.
     threads: Vec<ThreadSlot>,
 }
 

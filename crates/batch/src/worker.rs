@@ -10,7 +10,16 @@
 //! 3. Sleep until woken, until the store's next wake-up time (a retry, a lease to lapse),
 //!    until the store reports a change made elsewhere, or until close.
 //! 4. Serve the claim: fetch under the close token (panics caught), then store the result,
-//!    report hooks (panics caught too), evict, and wake the others.
+//!    report hooks (panics caught too), evict, and wake the others. The fetch's answer
+//!    becomes: `Ok` → `Done` (or `Failed` if the output does not serialize, as when the
+//!    target does not deserialize); a target error → `Failed` with its message and hint; any
+//!    other error → `Failed` with its text, no hint; a panic → `Failed` with
+//!    [`INTERNAL_ERROR`] (the message is logged, never stored); a lost lease → nothing is
+//!    stored (the claim is someone else's now); busy → failed with the
+//!    reason once the target has been busy longer than `retry_for` since
+//!    [`Claim::busy_since`], else `retry_later` at now + the error's own wait or
+//!    `retry_wait`. A failure or busy answer after close is not stored: the claim is
+//!    released and the target stays pending for the next runner over the store.
 //! 5. Every round spends one unit of tokio's cooperative budget: with an in-memory store and
 //!    instant fetches nothing else would ever make the worker yield, and a current-thread
 //!    runtime's other tasks (and its timers) would starve until the queue ran dry.

@@ -3,6 +3,24 @@
 //! Each waiter owns a oneshot receiver; its sender (the mailbox) sits in the job's waiter slab
 //! in the table. The outcome reaches every waiter by one `send` per mailbox, done after the
 //! table's lock is released, so waking 10,000 sharers takes one lock acquisition, not 10,000.
+//!
+//! # Cancel safety
+//!
+//! The awaits that can be cancelled are all in `Waiter::wait`: the `select!` over the mailbox and
+//! the deadline `Sleep`, and the final mailbox await. Admission itself happens synchronously in
+//! the first poll, and each `run` arm wraps its `WaiterId` in a `Waiter` guard before anything
+//! else can unwind or await. Hence:
+//!
+//! - Dropped before the first poll: nothing was registered.
+//! - Dropped while registered: `Waiter::drop` calls `leave` under the lock, which removes the
+//!   mailbox (so `waiting(key)` drops by one) and, if that was the last waiter of a Queued job,
+//!   removes the job, its queue entry and its owner (the table's invariant 6), returning the
+//!   launch to be dropped unrun. A Running job stays: its task owns it, not the waiter (rule 4).
+//! - Dropped after the mailbox was handed out (ended, expired, closed): `leave` finds nothing;
+//!   the outcome is sent to a dropped receiver and freed with it.
+//! - The `Sleep` of a dropped waiter is dropped with it; a waiter whose job started meanwhile
+//!   still wakes at the deadline once, finds the job no longer queued (`expire` is `None`), and
+//!   goes on waiting without a timer.
 
 use std::hash::Hash;
 

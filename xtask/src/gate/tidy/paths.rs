@@ -9,6 +9,10 @@
 //!   Markdown links to a Rust item (`[Runner](Runner)`, in a README included as the crate
 //!   docs), are left to rustdoc.
 //!
+//! A Markdown file that a `.rs` file includes into its docs (`include_str!`, as a crate README
+//! is) may hold no relative link at all: GitHub reads it from the file's folder, rustdoc from
+//! the page's URL, so at least one of them is broken.
+//!
 //! A word that continues into a pattern (`crates/*/README.md`, `src/**/loom_*.rs`,
 //! `crates/<name>`) names no single file and is skipped up to the pattern.
 
@@ -30,6 +34,7 @@ struct Mention {
 
 /// Checks the mentions of every Markdown and Rust file in `files`.
 pub(crate) fn check(root: &Path, files: &[PathBuf]) -> Vec<Finding> {
+    let included = included_markdown(root, files);
     let mut findings = Vec::new();
     for file in files {
         let markdown = match file.extension().and_then(|e| e.to_str()) {
@@ -45,7 +50,23 @@ pub(crate) fn check(root: &Path, files: &[PathBuf]) -> Vec<Finding> {
             let mut mentions = Vec::new();
             if markdown {
                 mentions.extend(root_mentions(line));
-                mentions.extend(link_mentions(line, dir));
+                let links = link_mentions(line, dir);
+                if included.contains(file) {
+                    // The page is also rustdoc's, where a relative link resolves against the
+                    // page's URL, not the file's folder.
+                    for link in &links {
+                        findings.push(Finding {
+                            file: file.clone(),
+                            line: index + 1,
+                            message: format!(
+                                "`{}`: a relative link in Markdown that rustdoc includes points \
+                                 elsewhere on docs.rs; link an item or a full URL",
+                                link.written
+                            ),
+                        });
+                    }
+                }
+                mentions.extend(links);
             } else if is_doc_comment(line) {
                 mentions.extend(root_mentions(line));
             }
@@ -61,6 +82,29 @@ pub(crate) fn check(root: &Path, files: &[PathBuf]) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// The Markdown files some `.rs` file includes into its docs (`include_str!("…md")`).
+fn included_markdown(root: &Path, files: &[PathBuf]) -> Vec<PathBuf> {
+    let mut included = Vec::new();
+    for file in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"))
+    {
+        let Ok(text) = std::fs::read_to_string(root.join(file)) else {
+            continue;
+        };
+        let dir = file.parent().unwrap_or(Path::new(""));
+        for piece in text.split("include_str!(\"").skip(1) {
+            if let Some(name) = piece.split('"').next()
+                && name.ends_with(".md")
+                && let Some(path) = normalize(&dir.join(name))
+            {
+                included.push(path);
+            }
+        }
+    }
+    included
 }
 
 fn is_doc_comment(line: &str) -> bool {

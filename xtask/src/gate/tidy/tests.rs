@@ -78,6 +78,37 @@ fn paths_that_do_not_exist_or_lines_past_the_end_fail_with_file_and_line() {
 }
 
 #[test]
+fn a_relative_link_in_markdown_that_rustdoc_includes_fails() {
+    let lib = "#![doc = include_str!(\"../README.md\")]\n";
+    let bad = crate_with(
+        "included-bad",
+        &[
+            ("crates/a/src/lib.rs", lib),
+            ("crates/a/README.md", "[`f`](f), [notes](../../docs/n.md)\n"),
+            ("docs/n.md", "# N\n"),
+        ],
+    );
+    assert_eq!(
+        bad.findings(),
+        [
+            "crates/a/README.md:1: `../../docs/n.md`: a relative link in Markdown that rustdoc \
+          includes points elsewhere on docs.rs; link an item or a full URL"
+        ]
+    );
+    let good = crate_with(
+        "included-good",
+        &[
+            ("crates/a/src/lib.rs", lib),
+            (
+                "crates/a/README.md",
+                "[`f`](f), [notes](https://example.org/docs/n.md)\n",
+            ),
+        ],
+    );
+    assert_eq!(good.findings(), Vec::<String>::new());
+}
+
+#[test]
 fn paths_that_exist_pass() {
     let good = crate_with(
         "paths-good",
@@ -151,14 +182,4 @@ fn rustdoc_fails_on_a_broken_intra_doc_link_and_passes_on_a_good_one() {
         ],
     );
     assert_eq!(rustdoc(&good.0), Ok(()));
-}
-
-/// Temporary: the repository's own findings.
-#[test]
-#[ignore = "temporary"]
-fn repo() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    for f in check(root) {
-        println!("{f}");
-    }
 }

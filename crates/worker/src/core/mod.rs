@@ -67,6 +67,11 @@
 //!    returns once `emptied` moved past the value it arrived with, so it also returns when
 //!    new tasks were accepted right after that moment (why: else a steady submitter could
 //!    make a joiner that was woken go back to sleep).
+//! 7. the reported counts nest: `panicked <= finished`, `threads_died <= threads_exited <=
+//!    threads_started`, and `threads_started - threads_exited <= workers`: a thread is
+//!    counted started at its first lock and exited in the critical section that uncounts it
+//!    from `workers` (why: `PoolMetrics` reports them as they are, so a count bumped in the
+//!    wrong place would show as a thread or a panic that never was).
 //!
 //! # Locks
 //!
@@ -265,6 +270,18 @@ impl State {
                 .count(),
             self.spawning,
             "inv 4: the spawns in flight are exactly the slots without a handle"
+        );
+        debug_assert!(
+            self.panicked <= self.finished,
+            "inv 7: panics beyond finishes"
+        );
+        debug_assert!(
+            self.threads_died <= self.threads_exited && self.threads_exited <= self.threads_started,
+            "inv 7: thread counts do not nest"
+        );
+        debug_assert!(
+            self.threads_started - self.threads_exited <= self.workers as u64,
+            "inv 7: more threads running than workers counted"
         );
     }
 

@@ -9,6 +9,8 @@ use crate::Error;
 
 /// Callbacks for the events of a pool, to feed metrics. Every method does nothing by default;
 /// implement those you count. Install with [`Pool::with_hooks`](crate::Pool::with_hooks).
+/// With feature `metrics`, `MetricsHooks` implements them all for the `metrics` facade (and
+/// can wrap yours).
 ///
 /// Events balance: every job `queued` leaves the queue as exactly one of `started_from_queue`,
 /// `expired` or `abandoned`; every job `started` (at once) or `started_from_queue` ends as

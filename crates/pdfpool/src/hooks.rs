@@ -9,11 +9,14 @@ use crate::Error;
 
 /// Callbacks for the events of a pool, to feed metrics. Every method does nothing by default;
 /// implement those you count. Install with [`Pool::with_hooks`](crate::Pool::with_hooks).
+/// With feature `metrics`, `MetricsHooks` implements them all for the `metrics` facade (and
+/// can wrap yours).
 ///
-/// Events balance: every job `queued` leaves the queue as exactly one of `started`, `expired`
-/// or `abandoned`; every job `started` (at once or from the queue) ends as exactly one of
-/// `finished`, `panicked` or `dropped`. Every request is exactly one of a start or a queueing
-/// (by its starter), `joined`, or `refused`.
+/// Events balance: every job `queued` leaves the queue as exactly one of `started_from_queue`,
+/// `expired` or `abandoned`; every job `started` (at once) or `started_from_queue` ends as
+/// exactly one of `finished`, `panicked` or `dropped`. Every request is exactly one of a start
+/// or a queueing (by its starter), `joined`, or `refused`. Unless overridden,
+/// `started_from_queue` calls `started`, so `started` alone sees every start.
 ///
 /// # Guarantees
 ///
@@ -61,8 +64,18 @@ pub trait Hooks: Send + Sync + 'static {
 
     /// A job started: its closure is about to be called in its own task. `queue_wait` is how
     /// long it waited in the queue (zero if a slot was free at once).
+    ///
+    /// A job that waited in the queue is reported through
+    /// [`started_from_queue`](Self::started_from_queue), which calls this unless overridden.
     fn started(&self, queue_wait: Duration) {
         let _ = queue_wait;
+    }
+
+    /// A queued job left the queue and started after waiting `queue_wait` (which may be zero
+    /// on a paused clock). Implement it to tell such starts from those at once, for example to
+    /// keep a count of the jobs queued; by default it calls [`started`](Self::started).
+    fn started_from_queue(&self, queue_wait: Duration) {
+        self.started(queue_wait);
     }
 
     /// A request joined the job in flight for its key (through `run` or `join`).
@@ -112,6 +125,9 @@ impl<H: Hooks + ?Sized> Hooks for Arc<H> {
     fn started(&self, queue_wait: Duration) {
         (**self).started(queue_wait);
     }
+    fn started_from_queue(&self, queue_wait: Duration) {
+        (**self).started_from_queue(queue_wait);
+    }
     fn joined(&self) {
         (**self).joined();
     }
@@ -134,6 +150,9 @@ impl<H: Hooks + ?Sized> Hooks for Arc<H> {
         (**self).dropped(job_time);
     }
 }
+
+/// No hooks: what `MetricsHooks` (feature `metrics`) wraps unless given others.
+impl Hooks for () {}
 
 /// The pool's installed hooks, if any: calls them under `panicguard`.
 pub(crate) struct Installed(Option<Box<dyn Hooks>>);

@@ -51,7 +51,9 @@ where
 
     /// Starts the job the table just promoted to `Running` as `job_id`.
     pub(crate) fn start(self, shared: Arc<Shared<K, C, V>>, job_id: JobId) {
-        shared.hooks.call(|hooks| hooks.started(self.queued_for()));
+        shared
+            .hooks
+            .call(|hooks| hooks.started_from_queue(self.queued_for()));
         (self.start)(shared, job_id);
     }
 }

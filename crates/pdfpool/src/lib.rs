@@ -15,6 +15,8 @@ mod error;
 pub(crate) mod gate;
 mod hooks;
 mod job;
+#[cfg(feature = "metrics")]
+mod metrics_hooks;
 mod pool;
 mod slab;
 mod sync;
@@ -27,4 +29,6 @@ mod wait;
 pub use admission::{Admission, AdmissionError, AdmissionFuture, AdmissionLayer, Rejected};
 pub use error::{BusyCause, Error};
 pub use hooks::Hooks;
+#[cfg(feature = "metrics")]
+pub use metrics_hooks::MetricsHooks;
 pub use pool::Pool;

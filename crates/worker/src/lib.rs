@@ -1,10 +1,16 @@
 #![doc = include_str!("../README.md")]
+//!
+//! ## Feature flags
+#![doc = document_features::document_features!()]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod builder;
 mod core;
 mod error;
 mod handle;
 mod pool;
+#[cfg(feature = "metrics")]
+mod pool_metrics;
 mod sync;
 
 #[cfg(test)]
@@ -18,3 +24,5 @@ pub use error::{
 pub use handle::TaskHandle;
 pub use lockgate_panicguard::Panic;
 pub use pool::Pool;
+#[cfg(feature = "metrics")]
+pub use pool_metrics::PoolMetrics;

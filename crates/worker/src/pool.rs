@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::core::{Rejected, Shared, Task, Wait};
+use crate::core::{Ran, Rejected, Shared, Spawned, Task, Wait};
 use crate::sync::Arc;
 use crate::{
     BuildError, Builder, CloseError, JoinError, PoolJoinError, SubmitError, SubmitTimeoutError,
@@ -67,7 +67,7 @@ impl Pool {
         Self { shared }
     }
 
-    #[cfg(test)]
+    #[cfg(any(test, feature = "metrics"))]
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
@@ -204,17 +204,24 @@ impl Pool {
         T: Send + 'static,
     {
         let (sender, handle) = TaskHandle::channel();
-        let job = move || {
+        let job = Spawned(move || {
             let result = lockgate_panicguard::catch(task).map_err(|panic| {
                 tracing::error!(panic = panic.message(), "a spawned pool task panicked");
                 JoinError::Panicked(panic)
             });
+            let ran = if result.is_ok() {
+                Ran::Returned
+            } else {
+                Ran::Panicked
+            };
             sender.send(result);
-        };
-        match self.submit(job) {
+            ran
+        });
+        match Shared::submit(&self.shared, Box::new(job), Wait::Forever) {
             Ok(()) => handle,
-            // The rejected job (and the sender in it) is dropped; a fresh handle says why.
-            Err(SubmitError(_job)) => TaskHandle::closed(),
+            // Only when closing (`submit` waits for room). The rejected job (and the sender
+            // in it) is dropped; a fresh handle says why.
+            Err(_rejected) => TaskHandle::closed(),
         }
     }
 

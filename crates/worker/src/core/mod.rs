@@ -68,6 +68,11 @@
 //!    returns once `emptied` moved past the value it arrived with, so it also returns when
 //!    new tasks were accepted right after that moment (why: else a steady submitter could
 //!    make a joiner that was woken go back to sleep).
+//! 7. the reported counts nest: `panicked <= finished`, `threads_died <= threads_exited <=
+//!    threads_started`, and `threads_started - threads_exited <= workers`: a thread is
+//!    counted started at its first lock and exited in the critical section that uncounts it
+//!    from `workers` (why: `PoolMetrics` reports them as they are, so a count bumped in the
+//!    wrong place would show as a thread or a panic that never was).
 //!
 //! # Locks
 //!
@@ -118,15 +123,38 @@ pub(crate) type Task = Box<dyn Runnable>;
 
 /// A boxed `FnOnce` that can also be handed back to its submitter as the type it came in.
 pub(crate) trait Runnable: Send + 'static {
-    /// Runs the task.
-    fn run(self: Box<Self>);
+    /// Runs the task; says whether it panicked, for a task that catches its own panic.
+    fn run(self: Box<Self>) -> Ran;
     /// Turns the box into `Any`, so a rejected task goes back as the caller's own type.
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send>;
 }
 
+/// How a task ended, as the pool counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ran {
+    Returned,
+    /// It panicked: caught by the worker, or by the task itself (as [`Spawned`] does).
+    Panicked,
+}
+
 impl<F: FnOnce() + Send + 'static> Runnable for F {
-    fn run(self: Box<Self>) {
-        (*self)()
+    fn run(self: Box<Self>) -> Ran {
+        (*self)();
+        Ran::Returned
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
+/// A task that catches its own panic (to hand it to a `TaskHandle`) and returns whether it
+/// caught one, so the pool counts spawned tasks' panics like submitted ones'.
+pub(crate) struct Spawned<F>(pub(crate) F);
+
+impl<F: FnOnce() -> Ran + Send + 'static> Runnable for Spawned<F> {
+    fn run(self: Box<Self>) -> Ran {
+        (self.0)()
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
@@ -215,6 +243,15 @@ struct State {
     emptied: u64,
     /// Tasks finished since the pool was built (`Pool::completed`).
     finished: u64,
+    /// Of `finished`, the tasks that panicked.
+    panicked: u64,
+    /// Worker threads that ran (counted at their first lock), left (`leave`), left by dying
+    /// (`DeathGuard`), and that the OS refused to start. Rare events, counted under the lock
+    /// their transition takes anyway; only reported (`PoolMetrics`), never decided on.
+    threads_started: u64,
+    threads_exited: u64,
+    threads_died: u64,
+    spawn_failures: u64,
     /// The id the next reserved worker's thread slot gets.
     next_worker_id: usize,
     /// Every worker thread not joined yet: its id, its handle once spawned, whether it exited.
@@ -248,6 +285,18 @@ impl State {
                 .count(),
             self.spawning,
             "inv 4: the spawns in flight are exactly the slots without a handle"
+        );
+        debug_assert!(
+            self.panicked <= self.finished,
+            "inv 7: panics beyond finishes"
+        );
+        debug_assert!(
+            self.threads_died <= self.threads_exited && self.threads_exited <= self.threads_started,
+            "inv 7: thread counts do not nest"
+        );
+        debug_assert!(
+            self.threads_started - self.threads_exited <= self.workers as u64,
+            "inv 7: more threads running than workers counted"
         );
     }
 
@@ -291,6 +340,11 @@ impl State {
             blocked_submitters: self.blocked_submitters,
             joiners: self.joiners,
             finished: self.finished,
+            panicked: self.panicked,
+            threads_started: self.threads_started,
+            threads_exited: self.threads_exited,
+            threads_died: self.threads_died,
+            spawn_failures: self.spawn_failures,
             closing: self.closing,
         }
     }
@@ -355,6 +409,17 @@ pub(crate) struct Counters {
     pub(crate) blocked_submitters: usize,
     pub(crate) joiners: usize,
     pub(crate) finished: u64,
+    // Read by `PoolMetrics` and the tests only.
+    #[cfg_attr(not(any(test, feature = "metrics")), allow(dead_code))]
+    pub(crate) panicked: u64,
+    #[cfg_attr(not(any(test, feature = "metrics")), allow(dead_code))]
+    pub(crate) threads_started: u64,
+    #[cfg_attr(not(any(test, feature = "metrics")), allow(dead_code))]
+    pub(crate) threads_exited: u64,
+    #[cfg_attr(not(any(test, feature = "metrics")), allow(dead_code))]
+    pub(crate) threads_died: u64,
+    #[cfg_attr(not(any(test, feature = "metrics")), allow(dead_code))]
+    pub(crate) spawn_failures: u64,
     pub(crate) closing: bool,
 }
 
@@ -445,6 +510,11 @@ impl Shared {
                 joiners: 0,
                 emptied: 0,
                 finished: 0,
+                panicked: 0,
+                threads_started: 0,
+                threads_exited: 0,
+                threads_died: 0,
+                spawn_failures: 0,
                 next_worker_id: 0,
                 threads: Vec::new(),
             }),
@@ -629,23 +699,26 @@ impl Shared {
         // While it runs, this thread counts as one of the pool's workers: the task's own
         // `close` or `join` must get `FromWorker`, not wait for the task itself.
         let outer = CURRENT_POOL.with(|current| current.replace(self.id()));
-        worker::run_task(task);
+        let ran = worker::run_task(task);
         CURRENT_POOL.with(|current| current.set(outer));
         let mut state = lock(&self.state);
-        self.record_finish(&mut state);
+        self.record_finish(&mut state, ran);
         state.workers -= 1;
         state.check(&self.config);
         state
     }
 
-    /// Records a finished task (`running -= 1`), hands its room to one blocked submitter,
-    /// and ends a join round when that was the last accepted task.
+    /// Records a finished task (`running -= 1`, and whether it panicked), hands its room to
+    /// one blocked submitter, and ends a join round when that was the last accepted task.
     ///
     /// Notifies with the lock held: the caller goes straight on under this lock (a worker
     /// pops its next task), so there is no unlock to notify after.
-    fn record_finish(&self, state: &mut State) {
+    fn record_finish(&self, state: &mut State, ran: Ran) {
         state.running -= 1;
         state.finished += 1;
+        if ran == Ran::Panicked {
+            state.panicked += 1;
+        }
         self.finished_hint
             .store(state.finished as usize, Ordering::Release);
         if state.blocked_submitters > state.room_signals {

@@ -42,6 +42,7 @@ pub(super) fn spawn_worker(shared: &Arc<Shared>, id: usize, role: Role, reap: Re
         }
         Err(error) => {
             state.workers -= 1;
+            state.spawn_failures += 1;
             if role == Role::Idle {
                 // It was counted idle; if a submitter already claimed it, the claim lapses
                 // and the claimed task stays queued like any other (rule 1).

@@ -3,21 +3,24 @@
 //! exit (rule 3) or go idle.
 
 use super::spawn::{Reap, Role, spawn_worker};
-use super::{CURRENT_POOL, Shared, Spinner, State, Task, spin};
+use super::{CURRENT_POOL, Ran, Shared, Spinner, State, Task, spin};
 use crate::sync::{Arc, MutexGuard, Ordering, lock, wait, wait_timeout};
 
-/// Runs one task, turning its panic into a log line (rule 4): the worker goes on.
-pub(crate) fn run_task(task: Task) {
-    if let Err(panic) = lockgate_panicguard::catch(|| task.run()) {
+/// Runs one task, turning its panic into a log line (rule 4): the worker goes on. Returns
+/// whether it panicked, caught here or by the task itself.
+pub(crate) fn run_task(task: Task) -> Ran {
+    let ran = lockgate_panicguard::catch(|| task.run()).unwrap_or_else(|panic| {
         tracing::error!(
             panic = panic.message(),
             "a pool task panicked; its worker goes on"
         );
-    }
+        Ran::Panicked
+    });
     #[cfg(all(test, not(loom)))]
     if DIE_AFTER_TASK.replace(false) {
         panic!("test hook: the worker dies outside its task");
     }
+    ran
 }
 
 #[cfg(all(test, not(loom)))]
@@ -45,6 +48,7 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
     };
     let min = shared.config.min;
     let mut state = lock(&shared.state);
+    state.threads_started += 1;
     if role == Role::Idle {
         let (next, exit) = idle_wait(&shared, state, Counted::Already);
         state = next;
@@ -59,10 +63,10 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
             state.running += 1;
             shared.unlock_checked(state);
             guard.in_task = true;
-            run_task(task);
+            let ran = run_task(task);
             guard.in_task = false;
             state = lock(&shared.state);
-            shared.record_finish(&mut state);
+            shared.record_finish(&mut state, ran);
             continue;
         }
         if state.closing {
@@ -150,6 +154,7 @@ enum Counted {
 /// Leaves the pool: uncounts the worker and marks its thread joinable.
 fn leave(shared: &Shared, mut state: MutexGuard<'_, State>, id: usize) {
     state.workers -= 1;
+    state.threads_exited += 1;
     if let Some(slot) = state.threads.iter_mut().find(|slot| slot.id == id) {
         slot.exited = true;
     }
@@ -165,7 +170,8 @@ fn leave(shared: &Shared, mut state: MutexGuard<'_, State>, id: usize) {
 struct DeathGuard<'a> {
     shared: &'a Arc<Shared>,
     id: usize,
-    /// The panic came from inside `run_task`: the task was consumed and counts as finished.
+    /// The panic came from inside `run_task`: the task was consumed and counts as finished
+    /// (as returned: had it panicked, its report is what failed, and it is not counted).
     in_task: bool,
     armed: bool,
 }
@@ -178,8 +184,9 @@ impl Drop for DeathGuard<'_> {
         let shared = self.shared;
         let mut state = lock(&shared.state);
         if self.in_task {
-            shared.record_finish(&mut state);
+            shared.record_finish(&mut state, Ran::Returned);
         }
+        state.threads_died += 1;
         let replacement = (!state.queue.is_empty()).then(|| state.reserve_worker());
         leave(shared, state, self.id);
         tracing::error!(

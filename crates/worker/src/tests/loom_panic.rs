@@ -1,5 +1,5 @@
 //! loom: a panicking task beside a normal one. The panic is caught, both count as finished,
-//! no worker is lost to it, and `close` drains normally.
+//! the panic is counted once, no worker is lost to it, and `close` drains normally.
 
 use std::sync::Once;
 
@@ -37,5 +37,11 @@ fn loom_panicking_task_beside_a_normal_one() {
         assert_eq!(ran.load(Ordering::SeqCst), 1);
         assert_eq!(pool.completed(), 2);
         assert_eq!((pool.workers(), pool.running()), (0, 0));
+        let counts = pool.shared().counters();
+        assert_eq!(
+            counts.panicked, 1,
+            "the one panic is counted, whichever worker ran it"
+        );
+        assert_eq!(counts.threads_exited, counts.threads_started);
     });
 }

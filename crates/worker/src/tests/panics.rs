@@ -71,6 +71,13 @@ fn a_dead_worker_is_replaced_by_one_that_takes_the_oldest_task() {
     gates.release_all();
     pool.close().unwrap();
     assert_eq!(pool.completed(), 3);
+    let c = pool.shared().counters();
+    assert_eq!(
+        (c.threads_started, c.threads_exited, c.threads_died),
+        (2, 2, 1),
+        "the dead worker and its replacement, both gone after close"
+    );
+    assert_eq!(c.panicked, 0, "the worker died after its task, not in it");
 }
 
 #[test]
@@ -83,4 +90,21 @@ fn a_dead_worker_with_nothing_queued_is_not_replaced() {
     assert_eq!(pool.spawn(|| 5).join(), Ok(5));
     assert_eq!(pool.workers(), 1);
     pool.close().unwrap();
+}
+
+#[test]
+fn panics_are_counted_whether_the_pool_or_the_task_caught_them() {
+    let pool = Pool::new(1, 1).unwrap();
+    pool.submit(|| panic!("caught by the worker")).unwrap();
+    let spawned = pool.spawn(|| -> u8 { panic!("caught by the spawned task") });
+    assert!(matches!(spawned.join(), Err(JoinError::Panicked(_))));
+    assert_eq!(pool.spawn(|| 1).join(), Ok(1));
+    pool.submit(|| ()).unwrap();
+    pool.close().unwrap();
+    let c = pool.shared().counters();
+    assert_eq!((c.finished, c.panicked), (4, 2));
+    assert_eq!(
+        (c.threads_started, c.threads_exited, c.threads_died),
+        (1, 1, 0)
+    );
 }

@@ -29,6 +29,11 @@ fn a_refused_worker_leaves_its_task_queued_for_the_next_one() {
     gates.release_all();
     pool.close().unwrap();
     assert_eq!(pool.completed(), 2);
+    let c = pool.shared().counters();
+    assert_eq!(
+        (c.spawn_failures, c.threads_started, c.threads_exited),
+        (1, 1, 1)
+    );
 }
 
 #[test]

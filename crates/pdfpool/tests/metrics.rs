@@ -1,0 +1,327 @@
+//! `MetricsHooks`: a known workload on the paused clock, then the Prometheus text: every
+//! name, label set and value exact (histograms by their `_count` and `_sum`).
+//!
+//! Each test registers its hooks with its own recorder (`with_local_recorder`), so the tests
+//! of this binary share no global state and run in any order.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{gated, never, settle};
+use lockgate_pdfpool::{Error, Hooks, MetricsHooks, Pool};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio::time::advance;
+
+type TestPool = Pool<&'static str, &'static str, String>;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// A pool of one slot and one queue place reporting to a fresh recorder, labelled `pool="t"`.
+fn metered_pool<H: Hooks>(inner: H) -> (TestPool, PrometheusHandle) {
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let scrape = recorder.handle();
+    let hooks = metrics::with_local_recorder(&recorder, || {
+        MetricsHooks::with_labels(&[("pool", "t")]).wrap(inner)
+    });
+    (TestPool::with_hooks(1, 1, WAIT, hooks), scrape)
+}
+
+/// The samples of a Prometheus text: `name{labels}` to value, comments left out.
+fn samples(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .map(|line| {
+            let (series, value) = line.rsplit_once(' ').expect("a sample line has a value");
+            (
+                series.to_owned(),
+                value.parse().expect("a sample value is a number"),
+            )
+        })
+        .collect()
+}
+
+/// The value of `series` (`name{labels}`), which must be in the scrape.
+fn value(samples: &BTreeMap<String, f64>, series: &str) -> f64 {
+    *samples
+        .get(series)
+        .unwrap_or_else(|| panic!("no `{series}` in the scrape: {samples:#?}"))
+}
+
+fn spawn_run<F, Fut>(
+    pool: &TestPool,
+    key: &'static str,
+    caller: &'static str,
+    job: F,
+) -> tokio::task::JoinHandle<Result<String, Error>>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = String> + Send + 'static,
+{
+    let pool = pool.clone();
+    tokio::spawn(async move { pool.run(key, caller, job).await })
+}
+
+const fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_known_workload_scrapes_to_exact_counts_waits_times_and_gauges() {
+    let (pool, scrape) = metered_pool(());
+
+    // Alice starts "a", Bob joins it, Carol queues "b", Dave finds the queue full, and
+    // Alice's second key is refused while "a" runs.
+    let (mut a, a_job) = gated();
+    let alice = spawn_run(&pool, "a", "alice", a_job);
+    settle().await;
+    let bob = spawn_run(&pool, "a", "bob", never());
+    let (mut b, b_job) = gated();
+    let carol = spawn_run(&pool, "b", "carol", b_job);
+    settle().await;
+    assert!(matches!(
+        pool.run("c", "dave", never()).await,
+        Err(Error::Busy { .. })
+    ));
+    assert_eq!(
+        pool.run("d", "alice", never()).await,
+        Err(Error::CallerBusy)
+    );
+    let now = samples(&scrape.render());
+    assert_eq!(
+        value(&now, r#"lockgate_pdfpool_jobs_running{pool="t"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(&now, r#"lockgate_pdfpool_jobs_queued{pool="t"}"#),
+        1.0
+    );
+
+    // "a" runs 3 s and finishes; "b" waited those 3 s, starts, and panics after 2 s.
+    advance(secs(3)).await;
+    a.finish("a".into());
+    settle().await;
+    assert_eq!(alice.await.unwrap(), Ok("a".into()));
+    assert_eq!(bob.await.unwrap(), Ok("a".into()));
+    advance(secs(2)).await;
+    b.panic("boom");
+    assert!(matches!(carol.await.unwrap(), Err(Error::Panicked(_))));
+
+    // Frank's "f" runs while Erin's "e" waits past the limit and Gene's "g" is given up
+    // after 1 s; "f" finishes after 11 s in all.
+    let (mut f, f_job) = gated();
+    let frank = spawn_run(&pool, "f", "frank", f_job);
+    let erin = spawn_run(&pool, "e", "erin", never());
+    settle().await;
+    advance(WAIT).await;
+    settle().await;
+    assert!(matches!(erin.await.unwrap(), Err(Error::Busy { .. })));
+    let gene = spawn_run(&pool, "g", "gene", never());
+    settle().await;
+    advance(secs(1)).await;
+    gene.abort();
+    settle().await;
+    f.finish("f".into());
+    assert_eq!(frank.await.unwrap(), Ok("f".into()));
+
+    // After close, a new request is refused.
+    pool.close();
+    assert_eq!(pool.run("h", "hal", never()).await, Err(Error::Closed));
+
+    let text = scrape.render();
+    let got = samples(&text);
+    let expected = [
+        (
+            r#"lockgate_pdfpool_requests_total{pool="t",admission="started"}"#,
+            2.0,
+        ),
+        (
+            r#"lockgate_pdfpool_requests_total{pool="t",admission="queued"}"#,
+            3.0,
+        ),
+        (
+            r#"lockgate_pdfpool_requests_total{pool="t",admission="joined"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_requests_total{pool="t",admission="refused"}"#,
+            3.0,
+        ),
+        (
+            r#"lockgate_pdfpool_requests_refused_total{pool="t",cause="queue_full"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_requests_refused_total{pool="t",cause="caller_busy"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_requests_refused_total{pool="t",cause="closed"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_jobs_ended_total{pool="t",outcome="finished"}"#,
+            2.0,
+        ),
+        (
+            r#"lockgate_pdfpool_jobs_ended_total{pool="t",outcome="panicked"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_jobs_ended_total{pool="t",outcome="dropped"}"#,
+            0.0,
+        ),
+        (
+            r#"lockgate_pdfpool_jobs_ended_total{pool="t",outcome="expired"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_jobs_ended_total{pool="t",outcome="abandoned"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_queue_wait_seconds_count{pool="t",exit="started"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_queue_wait_seconds_sum{pool="t",exit="started"}"#,
+            3.0,
+        ),
+        (
+            r#"lockgate_pdfpool_queue_wait_seconds_count{pool="t",exit="expired"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_queue_wait_seconds_sum{pool="t",exit="expired"}"#,
+            10.0,
+        ),
+        (
+            r#"lockgate_pdfpool_queue_wait_seconds_count{pool="t",exit="abandoned"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_queue_wait_seconds_sum{pool="t",exit="abandoned"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_job_duration_seconds_count{pool="t",outcome="finished"}"#,
+            2.0,
+        ),
+        (
+            r#"lockgate_pdfpool_job_duration_seconds_sum{pool="t",outcome="finished"}"#,
+            14.0,
+        ),
+        (
+            r#"lockgate_pdfpool_job_duration_seconds_count{pool="t",outcome="panicked"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_job_duration_seconds_sum{pool="t",outcome="panicked"}"#,
+            2.0,
+        ),
+        (
+            r#"lockgate_pdfpool_job_duration_seconds_count{pool="t",outcome="dropped"}"#,
+            0.0,
+        ),
+        (
+            r#"lockgate_pdfpool_job_duration_seconds_sum{pool="t",outcome="dropped"}"#,
+            0.0,
+        ),
+        (r#"lockgate_pdfpool_jobs_running{pool="t"}"#, 0.0),
+        (r#"lockgate_pdfpool_jobs_queued{pool="t"}"#, 0.0),
+    ];
+    for (series, want) in expected {
+        assert_eq!(value(&got, series), want, "{series} in:\n{text}");
+    }
+    // Nothing else was reported but the quantiles of the histograms above.
+    let reported: Vec<&str> = got
+        .keys()
+        .filter(|series| !series.contains("quantile="))
+        .map(String::as_str)
+        .collect();
+    let mut listed: Vec<&str> = expected.iter().map(|(series, _)| *series).collect();
+    listed.sort_unstable();
+    assert_eq!(reported, listed, "in:\n{text}");
+    assert!(text.contains("# TYPE lockgate_pdfpool_requests_total counter"));
+    assert!(text.contains("# TYPE lockgate_pdfpool_jobs_running gauge"));
+    assert!(text.contains("# HELP lockgate_pdfpool_queue_wait_seconds How long queued jobs"));
+}
+
+/// The service's own hooks, wrapped: they see every event, and one that panics loses none of
+/// the metrics recorded before it.
+#[derive(Default)]
+struct Inner {
+    started: AtomicUsize,
+    from_queue: AtomicUsize,
+    refusals: Mutex<Vec<Error>>,
+}
+
+impl Hooks for Inner {
+    fn started(&self, _queue_wait: Duration) {
+        self.started.fetch_add(1, Ordering::SeqCst);
+    }
+    fn started_from_queue(&self, _queue_wait: Duration) {
+        self.from_queue.fetch_add(1, Ordering::SeqCst);
+    }
+    fn refused(&self, why: &Error) {
+        self.refusals.lock().unwrap().push(why.clone());
+    }
+    fn finished(&self, _job_time: Duration) {
+        panic!("a wrapped hook that panics");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn wrapped_hooks_see_every_event_and_their_panics_lose_no_metric() {
+    let inner = Arc::new(Inner::default());
+    let (pool, scrape) = metered_pool(Arc::clone(&inner));
+    let (mut a, a_job) = gated();
+    let alice = spawn_run(&pool, "a", "alice", a_job);
+    let (mut b, b_job) = gated();
+    let bob = spawn_run(&pool, "b", "bob", b_job);
+    settle().await;
+    assert_eq!(
+        pool.run("c", "carol", never())
+            .await
+            .unwrap_err()
+            .retry_after(),
+        Some(WAIT)
+    );
+    a.finish("a".into());
+    settle().await;
+    b.finish("b".into());
+    assert_eq!(alice.await.unwrap(), Ok("a".into()));
+    assert_eq!(bob.await.unwrap(), Ok("b".into()));
+
+    assert_eq!(
+        inner.started.load(Ordering::SeqCst),
+        1,
+        "started at once: alice"
+    );
+    assert_eq!(
+        inner.from_queue.load(Ordering::SeqCst),
+        1,
+        "from the queue: bob"
+    );
+    assert_eq!(inner.refusals.lock().unwrap().len(), 1, "carol");
+    let got = samples(&scrape.render());
+    assert_eq!(
+        value(
+            &got,
+            r#"lockgate_pdfpool_jobs_ended_total{pool="t",outcome="finished"}"#
+        ),
+        2.0,
+        "the panicking `finished` of the wrapped hooks came after the metrics"
+    );
+    assert_eq!(
+        value(&got, r#"lockgate_pdfpool_jobs_running{pool="t"}"#),
+        0.0
+    );
+    assert_eq!(
+        value(&got, r#"lockgate_pdfpool_jobs_queued{pool="t"}"#),
+        0.0
+    );
+}

@@ -9,6 +9,7 @@ mod erased;
 mod error;
 mod fetch;
 pub mod hooks;
+mod inflight;
 mod job;
 mod runner;
 pub mod store;

@@ -1,4 +1,5 @@
-//! Hooks: callbacks a service implements for metrics ([`Hooks`]), and the events they get.
+//! Hooks: callbacks a service implements for metrics ([`Hooks`]), and the events they get;
+//! with the feature `metrics`, `MetricsHooks` implements them through the `metrics` facade.
 //!
 //! Set them with [`Config::hooks`](crate::Config::hooks). Every call runs under panicguard on
 //! the runner's tasks and never under a lock.
@@ -8,6 +9,9 @@ use std::time::Duration;
 
 use crate::error::StoreError;
 use crate::job::{JobId, JobStatus};
+
+#[cfg(feature = "metrics")]
+pub use crate::metrics::MetricsHooks;
 
 /// How a stored target ended, for [`Hooks::target`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -11,6 +11,8 @@ mod fetch;
 pub mod hooks;
 mod inflight;
 mod job;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod runner;
 pub mod store;
 mod summary;

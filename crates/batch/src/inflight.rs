@@ -2,75 +2,106 @@
 //! [`Hooks::inflight`](crate::hooks::Hooks::inflight) in the order it changed.
 //!
 //! Workers change the count concurrently; a gauge set from the hook calls must end at the
-//! latest count, so the calls must arrive in the order of the changes. A hook is user code and
-//! never runs under a lock, so the changes are queued under the lock and one task at a time
-//! (the *reporter*) makes the calls, outside it.
+//! latest count, so the calls must arrive in the order of the changes, one per change. A hook
+//! is user code and never runs under a lock, so one task at a time (the *reporter*) makes the
+//! calls, outside any lock, and a change made while another task reports is queued for it.
+//! The common case, no other task reporting, takes no lock: one compare-and-swap to change the
+//! count and become the reporter, one to stop reporting.
 //!
-//! # State (one [`Mutex`])
+//! # State
 //!
-//! - `count`: the targets in flight now.
-//! - `unreported`: the count after each change not yet handed to a hook, oldest first.
-//! - `reporting`: a task is in the report loop.
+//! - `word` (atomic): `count` (bits 0..32), the targets in flight now; `queued` (bits 32..63),
+//!   how many counts wait in `queue`; `REPORTING` (bit 63), a task is reporting.
+//! - `queue` (a [`Mutex`]): the counts after each change not yet reported, oldest first.
 //!
 //! # Transitions
 //!
-//! A change (under the lock): `count` moves by one and its new value joins `unreported`. If no
-//! task is reporting, this one becomes the reporter: it pops the oldest value, drops the lock,
-//! calls the hook, takes the lock again, and repeats until `unreported` is empty, when it clears
-//! `reporting` (under the lock) and returns. Otherwise it returns at once: the reporter makes
-//! its call.
+//! 1. *Change, nobody reporting* (no lock): a CAS moves `count` by one and sets `REPORTING`;
+//!    this task is the reporter, and its first report is the new count.
+//! 2. *Change while someone reports* (under `queue`'s lock): a CAS moves `count` and adds one
+//!    to `queued`, then the new count is pushed on `queue`, before the lock is dropped. If
+//!    `REPORTING` was cleared meanwhile, the CAS sets it instead, as in step 1.
+//! 3. *Report* (no lock): the reporter calls the hook with its count.
+//! 4. *Next* : with `queued` zero, a CAS clears `REPORTING` and the reporter returns; a CAS
+//!    that fails (a change of step 2 came first) tries again. Otherwise, under `queue`'s lock,
+//!    it pops the oldest count and subtracts one from `queued`, then goes to step 3.
 //!
 //! # Invariants
 //!
-//! 1. `unreported`, followed by `count`, is the sequence of counts after each change not yet
-//!    reported, in change order; its last value equals `count` when it is not empty. Why: the
-//!    hook then sees every change exactly once, in order, and its last call carries the
-//!    latest count.
-//! 2. `reporting` is set while, and only while, a task is in the report loop; at most one is.
-//!    Why: two reporters could hand their values to the hook in either order.
-//! 3. `reporting` is cleared only under the lock with `unreported` empty, and a change that
-//!    finds `reporting` set leaves its value to the reporter. Why: that decision and the push
-//!    happen under one lock, so no value is left behind with nobody to report it.
+//! 1. With `queue`'s lock free, `queued` is the length of `queue`. Why: step 4 pops only
+//!    after seeing `queued` above zero, and step 2 raises it and pushes within one critical
+//!    section, so the count it pops is there.
+//! 2. `queue`, in order, holds the counts of the changes after the one the reporter holds, in
+//!    change order; the last is `count`. Why: the hook then sees every change exactly once,
+//!    in order, and its last call carries the latest count.
+//! 3. `REPORTING` is set while, and only while, one task is between steps 1 (or 2) and the end
+//!    of step 4. Why: two reporters could hand their counts to the hook in either order.
+//! 4. `REPORTING` is cleared only by a CAS that sees `queued` zero. Why: a count queued in
+//!    step 2 is never left with nobody to report it.
+//!
+//! Changes of step 1 happen only with `REPORTING` clear, and changes of step 2 under the lock,
+//! so change order is the order of the CASes on `word`, which is the order of the pushes.
+//! Successive reporters are ordered too: the CAS that clears `REPORTING` (release) comes before
+//! the CAS that sets it again (acquire), so a hook's effects (a gauge's store) are seen by the
+//! next reporter's.
 //!
 //! # After the lock is dropped
 //!
-//! Only the reporter runs the hook, with the lock released. The report loop never awaits, so a
-//! task cannot be cancelled inside it; a hook that panics is caught by
-//! [`GuardedHooks`](crate::hooks::GuardedHooks) before it reaches the loop. The cost: a task
-//! that changes the count while another reports returns at once, and the reporter makes the
-//! calls of every change that arrives before its queue runs dry (a slow hook holds up that
-//! one task, never the others).
+//! Only the reporter runs the hook, with no lock held. The report loop never awaits, so a task
+//! cannot be cancelled inside it; a hook that panics is caught by
+//! [`GuardedHooks`](crate::hooks::GuardedHooks) before it reaches the loop. The cost: the
+//! reporter makes the calls of every change that arrives before its queue runs dry (a slow
+//! hook holds up that one task, never the others).
 
 use std::collections::VecDeque;
 
-use crate::sync::Mutex;
+use crate::sync::{AtomicU64, Mutex, Ordering};
+
+/// `word`'s bit set while a task reports.
+const REPORTING: u64 = 1 << 63;
+/// One count waiting in `queue`, in `word`.
+const ONE_QUEUED: u64 = 1 << 32;
+/// `word`'s count bits.
+const COUNT: u64 = ONE_QUEUED - 1;
+/// `word`'s queued bits.
+const QUEUED: u64 = REPORTING - ONE_QUEUED;
 
 /// The in-flight count and its ordered reports.
 #[derive(Debug)]
 pub(crate) struct InFlight {
-    state: Mutex<State>,
+    word: AtomicU64,
+    queue: Mutex<VecDeque<usize>>,
 }
 
-#[derive(Debug)]
-struct State {
-    count: usize,
-    unreported: VecDeque<usize>,
-    reporting: bool,
+/// `word` after one change: the count moved by one, the rest unchanged.
+fn moved(word: u64, up: bool) -> u64 {
+    let count = word & COUNT;
+    let count = if up {
+        debug_assert!(count < COUNT, "more targets in flight than a u32 counts");
+        count + 1
+    } else {
+        debug_assert!(count > 0, "a target left flight that never entered it");
+        count.saturating_sub(1)
+    };
+    (word & !COUNT) | count
+}
+
+/// The count in `word`.
+fn count_of(word: u64) -> usize {
+    // Below 2^32: fits a usize on every target tokio supports.
+    (word & COUNT) as usize
 }
 
 impl InFlight {
     pub(crate) fn new() -> Self {
         Self {
-            state: Mutex::new(State {
-                count: 0,
-                unreported: VecDeque::new(),
-                reporting: false,
-            }),
+            word: AtomicU64::new(0),
+            queue: Mutex::new(VecDeque::new()),
         }
     }
 
-    /// One more target in flight; `report` gets each count in change order (maybe this task's
-    /// and other tasks' counts, maybe none: see the module docs).
+    /// One more target in flight; `report` gets counts in change order (this task's, other
+    /// tasks' queued meanwhile, or none when another task reports: see the module docs).
     pub(crate) fn add(&self, report: impl Fn(usize)) {
         self.change(true, report);
     }
@@ -83,34 +114,82 @@ impl InFlight {
     /// The targets in flight now.
     #[cfg(test)]
     pub(crate) fn count(&self) -> usize {
-        self.state.lock().count
+        count_of(self.word.load(Ordering::Acquire))
     }
 
     fn change(&self, up: bool, report: impl Fn(usize)) {
-        let mut state = self.state.lock();
-        state.count = if up {
-            state.count + 1
-        } else {
-            debug_assert!(
-                state.count > 0,
-                "a target left flight that never entered it"
-            );
-            state.count.saturating_sub(1)
-        };
-        let count = state.count;
-        state.unreported.push_back(count);
-        debug_assert_eq!(state.unreported.back(), Some(&state.count)); // invariant 1
-        if state.reporting {
-            return; // invariant 3: the reporter reports this count after the earlier ones
+        // Step 1: nobody reporting, no lock.
+        let mut word = self.word.load(Ordering::Acquire);
+        while word & REPORTING == 0 {
+            let new = moved(word, up) | REPORTING;
+            match self
+                .word
+                .compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return self.report_all(count_of(new), report),
+                Err(now) => word = now,
+            }
         }
-        state.reporting = true; // invariant 2: this task is the reporter
-        while let Some(count) = state.unreported.pop_front() {
-            drop(state);
+        // Step 2: someone reports; queue the count under the lock.
+        let mut queue = self.queue.lock();
+        let mut word = self.word.load(Ordering::Acquire);
+        loop {
+            let reporting = word & REPORTING != 0;
+            let new = if reporting {
+                moved(word, up) + ONE_QUEUED
+            } else {
+                debug_assert_eq!(word & QUEUED, 0, "invariant 4");
+                moved(word, up) | REPORTING
+            };
+            match self
+                .word
+                .compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) if reporting => {
+                    queue.push_back(count_of(new));
+                    debug_assert_eq!(queue.len() as u64, (new & QUEUED) >> 32, "invariant 1");
+                    return;
+                }
+                Ok(_) => {
+                    drop(queue);
+                    return self.report_all(count_of(new), report);
+                }
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// Steps 3 and 4: reports `first`, then every count queued meanwhile, then stops reporting.
+    fn report_all(&self, first: usize, report: impl Fn(usize)) {
+        let mut count = first;
+        loop {
             report(count);
-            state = self.state.lock();
-            debug_assert!(state.reporting, "only the reporter clears `reporting`");
+            count = loop {
+                let word = self.word.load(Ordering::Acquire);
+                debug_assert_ne!(
+                    word & REPORTING,
+                    0,
+                    "invariant 3: only the reporter clears it"
+                );
+                if word & QUEUED == 0 {
+                    let idle = word & !REPORTING;
+                    let stopped =
+                        self.word
+                            .compare_exchange(word, idle, Ordering::AcqRel, Ordering::Acquire);
+                    if stopped.is_ok() {
+                        return;
+                    }
+                    continue; // a change of step 2 came first: `queued` is above zero now
+                }
+                let mut queue = self.queue.lock();
+                // Invariant 1: the change that raised `queued` pushed under this lock.
+                if let Some(next) = queue.pop_front() {
+                    self.word.fetch_sub(ONE_QUEUED, Ordering::AcqRel);
+                    break next;
+                }
+                debug_assert!(false, "invariant 1: `queued` above zero, `queue` empty");
+            };
         }
-        state.reporting = false; // invariant 3: under the lock, nothing left
     }
 }
 

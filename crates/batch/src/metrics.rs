@@ -34,8 +34,8 @@ const TERMINAL: [(JobStatus, &str); 4] = [
 ///
 /// Set it with [`Config::hooks`](crate::Config::hooks). The metric handles are registered
 /// with the recorder installed when it is built ([`metrics::set_global_recorder`], or a
-/// [`metrics::with_local_recorder`] around the constructor), once: an event costs an atomic
-/// update per metric, never a lookup by name. The crate docs' "Metrics" section lists the
+/// [`metrics::with_local_recorder`] around the constructor), once: an event updates the
+/// recorder's handles directly, never a lookup by name. The crate docs' "Metrics" section lists the
 /// names, types, units and labels.
 ///
 /// Labels are bounded: a target's outcome, a job's terminal status, a store error's kind, and

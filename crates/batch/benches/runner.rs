@@ -9,6 +9,11 @@
 //! in-memory store, on SQLite in WAL mode with `synchronous = NORMAL` (the default), and with
 //! `synchronous = FULL` (an fsync per commit: this machine's fsync-bound ceiling). Each SQLite
 //! iteration starts from a new, empty file.
+//!
+//! With the feature `metrics`, the runner group also runs the same batch with
+//! `MetricsHooks` (over a Prometheus recorder) wrapping the same hooks: the cost of the
+//! metrics per target. `cargo bench -p lockgate-batch --bench runner --features metrics --
+//! runner_memory_store`.
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -46,6 +51,16 @@ async fn fetch_one(n: u32) -> Result<u32, FetchError> {
 
 /// Runs one job of `targets` per caller on `store` with 4 workers, until every job ended.
 async fn run_batch<S: Store>(store: S, callers: &[Caller], targets: &[u32]) {
+    run_batch_with(store, callers, targets, |ended| ended).await;
+}
+
+/// `run_batch`, with the hooks `wrap` makes of the bench's own.
+async fn run_batch_with<S: Store>(
+    store: S,
+    callers: &[Caller],
+    targets: &[u32],
+    wrap: impl FnOnce(Arc<dyn Hooks>) -> Arc<dyn Hooks>,
+) {
     let ended = Arc::new(Ended {
         jobs: AtomicUsize::new(0),
         expected: callers.len(),
@@ -54,7 +69,7 @@ async fn run_batch<S: Store>(store: S, callers: &[Caller], targets: &[u32]) {
     let config = Config::default()
         .workers(4)
         .max_live_jobs(callers.len())
-        .hooks(ended.clone());
+        .hooks(wrap(ended.clone()));
     let fetch = |_ctx: FetchContext, n: u32| fetch_one(n);
     let runner = Runner::new(config, store, fetch).await.unwrap();
     let mut all = pin!(ended.all.notified());
@@ -102,6 +117,26 @@ fn bench(c: &mut Criterion) {
         group.bench_function("runner_memory_store_4_workers", |b| {
             b.iter(|| rt.block_on(run_batch(MemoryStore::new(), &callers, &targets)));
         });
+        #[cfg(feature = "metrics")]
+        {
+            use lockgate_batch::hooks::MetricsHooks;
+            let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+            let handle = recorder.handle();
+            group.bench_function("runner_memory_store_4_workers_metrics", |b| {
+                b.iter(|| {
+                    let wrap = |ended: Arc<dyn Hooks>| -> Arc<dyn Hooks> {
+                        let hooks = metrics::with_local_recorder(&recorder, || {
+                            MetricsHooks::with_labels(&[("runner", "bench")]).with_inner(ended)
+                        });
+                        Arc::new(hooks)
+                    };
+                    rt.block_on(run_batch_with(MemoryStore::new(), &callers, &targets, wrap));
+                    // What a scrape does first: fold the histogram samples recorded since the
+                    // last one (they pile up otherwise).
+                    handle.run_upkeep();
+                });
+            });
+        }
         group.bench_function("tokio_spawn_per_target", |b| {
             b.iter(|| rt.block_on(spawn_each(JOBS * TARGETS_PER_JOB)));
         });

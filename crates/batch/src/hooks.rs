@@ -1,4 +1,5 @@
-//! Hooks: callbacks a service implements for metrics ([`Hooks`]), and the events they get.
+//! Hooks: callbacks a service implements for metrics ([`Hooks`]), and the events they get;
+//! with the feature `metrics`, `MetricsHooks` implements them through the `metrics` facade.
 //!
 //! Set them with [`Config::hooks`](crate::Config::hooks). Every call runs under panicguard on
 //! the runner's tasks and never under a lock.
@@ -8,6 +9,9 @@ use std::time::Duration;
 
 use crate::error::StoreError;
 use crate::job::{JobId, JobStatus};
+
+#[cfg(feature = "metrics")]
+pub use crate::metrics::MetricsHooks;
 
 /// How a stored target ended, for [`Hooks::target`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -62,21 +66,34 @@ pub struct RescueEvent {
 ///
 /// Hooks run on the runner's tasks, never under a lock, and should return quickly. A hook
 /// that panics is caught and logged (`tracing::error!`); the runner goes on as if it had
-/// returned, and calls it again at the next event. When two
-/// workers change a count at once, their calls may arrive in either order: each change makes
-/// exactly one call carrying the count right after it, but the last call seen need not carry
-/// the latest count.
+/// returned, and calls it again at the next event.
+///
+/// Each change of a count makes exactly one call carrying the count right after it.
+/// [`inflight`](Self::inflight) calls arrive in the order of the changes, so the last one
+/// carries the latest count. [`depth`](Self::depth) calls do not promise that: when two
+/// submits, cancels or job ends overlap, their calls may arrive in the other order than the
+/// store applied them, so the last call seen may carry an older count until the next change.
 ///
 /// The events are structs marked `#[non_exhaustive]`: fields may be added without breaking a
 /// hook that reads the ones it knows.
 pub trait Hooks: Send + Sync + 'static {
     /// The number of live (queued or running) jobs changed: on submit, when a job ends, on
-    /// cancel.
+    /// cancel (and at [`Runner::new`](crate::Runner::new) when the store holds live jobs).
+    ///
+    /// `live_jobs` is the store's count, read in the transaction that changed it; the calls
+    /// of overlapping changes may arrive out of order (see the trait docs). On a shared store
+    /// (PostgreSQL) it counts every replica's jobs, but only this runner's own submits,
+    /// cancels and job ends make a call here.
     fn depth(&self, live_jobs: usize) {
         let _ = live_jobs;
     }
 
     /// The number of targets this runner has in flight changed.
+    ///
+    /// Calls arrive in the order of the changes, one at a time: a gauge set from them ends at
+    /// the runner's count. The call may come from another worker's task than the one that
+    /// made the change (the worker reporting at that moment makes the calls of the changes
+    /// that arrive meanwhile), and a hook that blocks holds up that worker.
     fn inflight(&self, in_flight: usize) {
         let _ = in_flight;
     }

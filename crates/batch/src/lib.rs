@@ -9,7 +9,10 @@ mod erased;
 mod error;
 mod fetch;
 pub mod hooks;
+mod inflight;
 mod job;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod runner;
 pub mod store;
 mod summary;

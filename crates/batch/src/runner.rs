@@ -16,6 +16,7 @@ use crate::erased::DynStore;
 use crate::error::{InvalidJob, NewError, StatusError, StoreError, SubmitError};
 use crate::fetch::Fetch;
 use crate::hooks::{GuardedHooks, JobEvent};
+use crate::inflight::InFlight;
 use crate::job::{Caller, Counts, Job, JobId, JobStatus};
 use crate::store::{CancelOutcome, Ended, NewJob, Store, StoreEvent};
 use crate::summary::{JobSummary, Progress};
@@ -38,8 +39,8 @@ pub(crate) struct Shared<T, O> {
     pub(crate) shutdown: CancellationToken,
     /// Set (before `shutdown` is cancelled) by close and drop: the workers' cheap loop check.
     pub(crate) closed: AtomicBool,
-    /// Targets this runner has in flight, for `Hooks::inflight`.
-    pub(crate) in_flight: AtomicUsize,
+    /// Targets this runner has in flight, reported to `Hooks::inflight` in change order.
+    pub(crate) in_flight: InFlight,
     /// Workers between a failed claim and their wake-up (see `worker::Idle`).
     pub(crate) idle: AtomicUsize,
     /// Watched jobs, fed by the workers, cancels and the store's events (`watch.rs`).
@@ -133,7 +134,7 @@ where
             shutdown: CancellationToken::new(),
             closed: AtomicBool::new(false),
             hooks,
-            in_flight: AtomicUsize::new(0),
+            in_flight: InFlight::new(),
             idle: AtomicUsize::new(0),
             watchers: Arc::default(),
             _types: PhantomData,

@@ -1,14 +1,19 @@
-//! The one place that names the lock the in-memory store shares between threads.
+//! The one place that names the lock the in-memory store shares between threads, and the
+//! atomic word of the in-flight count (`inflight.rs`).
 //!
-//! Under `cfg(all(test, loom))` these are loom's types, so a model sees every lock; otherwise
-//! std's. `lock()` ignores poisoning: the store restores its invariants before every unlock and
-//! never runs user code under its lock, so a panic elsewhere must not turn into a second panic
-//! at the next `lock()` (the shape of tokio's std adapter).
+//! Under `cfg(all(test, loom))` these are loom's types, so a model sees every lock and atomic;
+//! otherwise std's. `lock()` ignores poisoning: the store restores its invariants before every
+//! unlock and never runs user code under its lock, so a panic elsewhere must not turn into a
+//! second panic at the next `lock()` (the shape of tokio's std adapter).
 
 #[cfg(all(test, loom))]
 pub(crate) use loom::sync::MutexGuard;
+#[cfg(all(test, loom))]
+pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(all(test, loom)))]
 pub(crate) use std::sync::MutexGuard;
+#[cfg(not(all(test, loom)))]
+pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
 
 #[cfg(all(test, loom))]
 use loom::sync::Mutex as Inner;

@@ -348,7 +348,7 @@ where
     if claim.started {
         shared.watchers.publish_start(claim.job);
     }
-    hooks.inflight(shared.in_flight.fetch_add(1, Ordering::Relaxed) + 1);
+    shared.in_flight.add(|count| hooks.inflight(count));
     let started = shared.clock.now();
     let attempt = attempt(worker, token, claim).await;
     if token.is_cancelled() {
@@ -403,7 +403,7 @@ where
                 let at = now.saturating_add(after.unwrap_or(shared.config.retry_wait));
                 let call = || store.retry_later(&claim, busy_since, at, now);
                 let _ = store_call(shared, call).await;
-                hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
+                shared.in_flight.remove(|count| hooks.inflight(count));
                 shared.wake_idle();
                 return;
             }
@@ -412,7 +412,7 @@ where
     };
     let Some(result) = result else {
         let _ = store_call(shared, || store.release(&claim, now)).await;
-        hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
+        shared.in_flight.remove(|count| hooks.inflight(count));
         return;
     };
     let outcome = match result {
@@ -420,7 +420,7 @@ where
         _ => TargetOutcome::Failed,
     };
     let stored = store_call(shared, || store.complete(&claim, result.clone(), now)).await;
-    hooks.inflight(shared.in_flight.fetch_sub(1, Ordering::Relaxed) - 1);
+    shared.in_flight.remove(|count| hooks.inflight(count));
     match stored {
         Some(Completion::Stored {
             bytes,

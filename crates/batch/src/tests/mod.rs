@@ -1,6 +1,8 @@
 //! Unit tests of the crate's internals; loom models under `cfg(loom)`.
 
 #[cfg(loom)]
+mod loom_inflight;
+#[cfg(loom)]
 mod loom_memory_store;
 #[cfg(loom)]
 mod loom_wake;

@@ -51,6 +51,9 @@ use crate::util::{self, cargo};
 use manifest::Bench;
 use results::Measurement;
 
+/// The measurement time (in seconds) that caps each benchmark id in `--quick` mode.
+const QUICK_MEASUREMENT_SECONDS: &str = "1";
+
 /// What one bench came to.
 enum Outcome {
     /// Its results (possibly none, when the bench itself decided to measure nothing).
@@ -190,7 +193,9 @@ fn run_one(root: &Path, home: &Path, bench: &Bench, quick: bool) -> Outcome {
     }
     cmd.arg("--");
     if quick {
-        cmd.arg("--quick");
+        // Quick mode measures until two samples agree within 5 % or the measurement time is
+        // up; on a busy machine that is always the latter, so the time is capped too.
+        cmd.args(["--quick", "--measurement-time", QUICK_MEASUREMENT_SECONDS]);
     }
     for var in postgres::ALL_VARS {
         cmd.env_remove(var);

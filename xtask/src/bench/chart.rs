@@ -43,6 +43,9 @@ fn draw(comparison: &Comparison, document: &mut String) -> Result<(), Box<dyn st
     // plotters estimates 14 px text at about 6.4 px a character.
     let name_width = (longest_name as u32 * 7 + 16).min(WIDTH / 2);
     let height = 110 + ROW * rows as u32;
+    // Segments `0..=top`, one per subject (a lone subject gets an empty one above it: plotters
+    // cannot make an axis of one segment).
+    let top = rows.max(2) - 1;
 
     let root = SVGBackend::with_string(document, (WIDTH, height)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -51,13 +54,14 @@ fn draw(comparison: &Comparison, document: &mut String) -> Result<(), Box<dyn st
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(name_width)
-        .build_cartesian_2d(0.0..x_end, (0..rows).into_segmented())?;
+        .build_cartesian_2d(0.0..x_end, (0..top).into_segmented())?;
     // Row 0 is drawn at the bottom; the reference (subjects[0]) belongs on top.
     let row_of = |index: usize| rows - 1 - index;
     let names: Vec<&str> = subjects.iter().map(|s| s.name.as_str()).collect();
     chart
         .configure_mesh()
         .disable_y_mesh()
+        .light_line_style(TRANSPARENT)
         .y_labels(rows)
         .y_label_style((FONT, 14))
         .x_label_style((FONT, 12))
@@ -65,7 +69,13 @@ fn draw(comparison: &Comparison, document: &mut String) -> Result<(), Box<dyn st
             SegmentValue::CenterOf(row) if *row < rows => names[row_of(*row)].to_string(),
             _ => String::new(),
         })
-        .x_label_formatter(&|value| units::three_digits(*value))
+        .x_label_formatter(&|value| {
+            if *value == 0.0 {
+                "0".into()
+            } else {
+                units::three_digits(*value)
+            }
+        })
         .x_desc(format!("median time per iteration ({})", unit.symbol))
         .axis_desc_style((FONT, 14))
         .draw()?;
@@ -83,7 +93,15 @@ fn draw(comparison: &Comparison, document: &mut String) -> Result<(), Box<dyn st
         let mut bar = Rectangle::new(
             [
                 (0.0, SegmentValue::Exact(row)),
-                (subject.median_ns / unit.ns, SegmentValue::Exact(row + 1)),
+                (
+                    subject.median_ns / unit.ns,
+                    // The top segment ends at the axis' end, not at a value.
+                    if row == top {
+                        SegmentValue::Last
+                    } else {
+                        SegmentValue::Exact(row + 1)
+                    },
+                ),
             ],
             color.filled(),
         );
@@ -96,15 +114,16 @@ fn draw(comparison: &Comparison, document: &mut String) -> Result<(), Box<dyn st
     chart.draw_series(subjects.iter().enumerate().map(|(index, subject)| {
         let mut label = units::time(subject.median_ns);
         if let Some(ratio) = comparison.ratio(subject) {
-            label += &format!("  {}", units::ratio(ratio));
+            label += &format!(" · {}", units::ratio(ratio));
         }
         if Some(subject.name.as_str()) == reference {
-            label += "  (ours)";
+            label += " · ours";
         }
         Text::new(
-            format!(" {label}"),
+            label,
             (
-                subject.median_ns / unit.ns,
+                // SVG collapses leading spaces: the gap to the bar is a step on the axis.
+                subject.median_ns / unit.ns + x_end * 0.006,
                 SegmentValue::CenterOf(row_of(index)),
             ),
             label_style.clone(),
@@ -147,5 +166,23 @@ mod tests {
         }
         assert!(document.contains("1.45×"), "the peer's ratio is drawn");
         assert!(document.contains("<rect"), "bars are drawn");
+    }
+
+    #[test]
+    fn a_lone_subject_still_draws() {
+        let comparison = Comparison {
+            name: "alone".into(),
+            subjects: vec![Subject {
+                name: "pdfpool".into(),
+                median_ns: 1_500.0,
+                ours: true,
+            }],
+            has_reference: true,
+        };
+        let document = svg(&comparison).unwrap();
+        assert!(
+            document.contains("pdfpool") && document.contains("1.50 µs"),
+            "{document}"
+        );
     }
 }

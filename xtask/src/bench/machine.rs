@@ -97,13 +97,16 @@ fn memory(meminfo: &str) -> String {
         )
 }
 
-/// The short commit, and whether the work tree differs from it.
+/// The short commit, and whether the work tree differs from it. The page and its charts do
+/// not count: a run rewrites them, so the next run would otherwise always be "dirty".
 fn commit(root: &Path) -> String {
     let git = |args: &[&str]| output(Command::new("git").args(args).current_dir(root));
     let Some(hash) = git(&["rev-parse", "--short", "HEAD"]) else {
         return UNKNOWN.into();
     };
-    match git(&["status", "--porcelain"]) {
+    let page = format!(":(exclude){}", crate::bench::page::PAGE);
+    let charts = format!(":(exclude){}", crate::bench::page::CHARTS);
+    match git(&["status", "--porcelain", "--", ".", &page, &charts]) {
         Some(changes) if changes.is_empty() => hash,
         Some(_) => format!("{hash} (dirty)"),
         None => format!("{hash} (status unknown)"),
@@ -159,5 +162,39 @@ mod tests {
             "23.4 GiB"
         );
         assert_eq!(memory("nothing"), "unknown");
+    }
+
+    #[test]
+    fn the_generated_page_does_not_make_the_tree_dirty() {
+        let repo = std::env::temp_dir().join(format!("xtask-bench-git-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&repo);
+        std::fs::create_dir_all(repo.join("docs/benchmarks")).unwrap();
+        std::fs::write(repo.join("lib.rs"), "// code\n").unwrap();
+        let git = |args: &[&str]| {
+            let status = Command::new("git")
+                .args([
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "-c",
+                    "init.defaultBranch=main",
+                ])
+                .args(args)
+                .current_dir(&repo)
+                .output()
+                .unwrap();
+            assert!(status.status.success(), "git {args:?}: {status:?}");
+        };
+        git(&["init", "-q"]);
+        git(&["add", "lib.rs"]);
+        git(&["commit", "-q", "-m", "code"]);
+        std::fs::write(repo.join("docs/benchmarks.md"), "page").unwrap();
+        std::fs::write(repo.join("docs/benchmarks/a.svg"), "<svg/>").unwrap();
+        let clean = commit(&repo);
+        assert!(!clean.contains("dirty") && clean.len() >= 7, "{clean}");
+        std::fs::write(repo.join("lib.rs"), "// changed\n").unwrap();
+        assert_eq!(commit(&repo), format!("{clean} (dirty)"));
+        std::fs::remove_dir_all(&repo).unwrap();
     }
 }

@@ -39,9 +39,14 @@ impl Unit {
     }
 }
 
-/// Three significant digits, no more decimals than that needs (`1.23`, `12.3`, `123`).
+/// Three significant digits, no more decimals than that needs (`1.23`, `12.3`, `123`); below
+/// 0.1, two significant digits (`0.043`), so a small ratio does not round to nothing.
 pub(crate) fn three_digits(value: f64) -> String {
-    if value >= 100.0 {
+    if value > 0.0 && value < 0.1 {
+        // 0.043 has its first significant digit at 10^-2: three decimals show two digits.
+        let decimals = (1.0 - value.log10().floor()).min(12.0) as usize;
+        format!("{value:.decimals$}")
+    } else if value >= 100.0 {
         format!("{value:.0}")
     } else if value >= 10.0 {
         format!("{value:.1}")
@@ -81,5 +86,8 @@ mod tests {
         assert_eq!(ratio(0.516), "0.52×");
         assert_eq!(ratio(12.34), "12.3×");
         assert_eq!(ratio(3499.6), "3500×");
+        assert_eq!(ratio(3.95 / 91.9), "0.043×");
+        assert_eq!(ratio(0.0012), "0.0012×");
+        assert_eq!(ratio(0.0), "0.00×");
     }
 }

@@ -18,18 +18,23 @@
 //!
 //! # How long it takes
 //!
-//! Counted from the benches (benchmark ids × warm-up + measurement), on 2 CPUs, builds not
-//! included (a few minutes in the bench profile on a cold target):
+//! Counted from the benches (benchmark ids × warm-up + measurement) for a full run, measured
+//! for `--quick` on a busy 2-CPU machine; builds not included:
 //!
 //! | crate | ids | full: per id | full | quick |
 //! |---|---:|---|---:|---:|
-//! | pdfpool (4 benches) | 11 | 1 s + 3 s (the benches' config) | ≈ 45 s | ≈ 15 s |
-//! | worker (throughput) | 84 (12 groups × 7) | 3 s + 5 s (criterion's defaults) | ≈ 11 min | ≈ 1.5 min |
-//! | batch (runner, postgres) | 7 + 5 | 3 s + 5 s, more where 10 fsync-bound iterations take longer | ≈ 2–4 min | ≈ 1 min |
+//! | pdfpool (4 benches) | 11 | 1 s + 3 s (the benches' config) | ≈ 45 s | ≈ 10 s |
+//! | worker (throughput) | 84 (12 groups × 7) | 3 s + 5 s (criterion's defaults) | ≈ 11.5 min | ≈ 1.5 min |
+//! | batch (runner, postgres) | 7 + 5 | 3 s + 5 s; the PostgreSQL ids (0.7–1.2 s an iteration) need 10 iterations, ≈ 12 s | ≈ 2 min | ≈ 20 s |
 //!
-//! So a full run takes about 15–17 minutes and `--quick` about 3 minutes; criterion's quick
-//! mode skips the warm-up and stops each id once two samples agree within 5 % (at least
-//! 0.1 s, at most the measurement time), which is why its numbers are for a first look only.
+//! So a full run takes about 14–15 minutes and `--quick` about 2. A cold bench-profile build
+//! of the three crates adds about 9 minutes on that machine, a warm one seconds. criterion's
+//! quick mode skips the warm-up and stops each id once two samples agree within 5 %, or at
+//! the measurement time, which `--quick` sets to 1 s (without that cap the noise of a busy
+//! machine kept every worker id going for the full 5 s: 10 minutes instead of 1.5). Its
+//! numbers are for a first look only.
+//!
+//! `batch/lateness` is not a criterion bench and is skipped.
 
 mod chart;
 mod compare;

@@ -16,7 +16,7 @@ gate options:
   --list            print the step names and exit
 
 bench options:
-  --quick           criterion's quick mode: no warm-up, each benchmark stops once steady
+  --quick           criterion's quick mode, at most about 1 s a benchmark (2 min, not 15)
   --only CRATE,...  only these crate folders under crates/ (the page then holds only them)";
 
 /// What the command line asked for.

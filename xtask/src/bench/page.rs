@@ -69,7 +69,7 @@ pub(crate) fn render(report: &Report) -> String {
     let stamp = &report.stamp;
     let mode = if report.quick {
         "quick (`--quick`: criterion's quick mode, no warm-up, each benchmark stops once two \
-         samples agree within 5 %; for a first look, not for the record)"
+         samples agree within 5 % or after about 1 s; for a first look, not for the record)"
     } else {
         "full (each bench's own warm-up and measurement times)"
     };

@@ -7,12 +7,17 @@ usage: cargo xtask <verb> [options]
 verbs:
   gate [--full] [--only STEP,...]   run what CI checks, in order, stopping at the first failure
   demo                              run every crate's example, one after another
+  bench [--quick] [--only CRATE,...]  run the criterion benches, write docs/benchmarks.md
   help                              print this text
 
 gate options:
   --full            also run the nightly steps: ThreadSanitizer and Miri (CI uses this)
   --only STEP,...   run only the named steps, in gate order (names: see `cargo xtask gate --list`)
-  --list            print the step names and exit";
+  --list            print the step names and exit
+
+bench options:
+  --quick           criterion's quick mode, at most about 1 s a benchmark (2 min, not 15)
+  --only CRATE,...  only these crate folders under crates/ (the page then holds only them)";
 
 /// What the command line asked for.
 #[derive(Debug, PartialEq, Eq)]
@@ -23,6 +28,8 @@ pub(crate) enum Command {
     Gate(GateOptions),
     /// Run every crate's example.
     Demo,
+    /// Run the criterion benches and write the benchmark page.
+    Bench(BenchOptions),
 }
 
 /// Options of `cargo xtask gate`.
@@ -34,6 +41,15 @@ pub(crate) struct GateOptions {
     pub(crate) only: Vec<String>,
     /// Print the step names and exit.
     pub(crate) list: bool,
+}
+
+/// Options of `cargo xtask bench`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct BenchOptions {
+    /// criterion's `--quick` mode instead of the benches' own warm-up and measurement times.
+    pub(crate) quick: bool,
+    /// Run only these crate folders (empty: every crate with benches).
+    pub(crate) only: Vec<String>,
 }
 
 /// Parses the arguments after `cargo xtask`.
@@ -61,6 +77,22 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
                 }
             }
             Ok(Command::Gate(options))
+        }
+        Some("bench") => {
+            let mut options = BenchOptions::default();
+            while let Some(arg) = args.next() {
+                match arg {
+                    "--quick" => options.quick = true,
+                    "--only" => {
+                        let names = args.next().ok_or("--only needs a list of crate folders")?;
+                        options
+                            .only
+                            .extend(names.split(',').filter(|n| !n.is_empty()).map(String::from));
+                    }
+                    other => return Err(format!("unknown bench option `{other}`")),
+                }
+            }
+            Ok(Command::Bench(options))
         }
         Some(other) => Err(format!("unknown verb `{other}`")),
     }
@@ -103,6 +135,24 @@ mod tests {
     fn demo_takes_no_options() {
         assert_eq!(parse_str("demo"), Ok(Command::Demo));
         assert!(parse_str("demo --fast").unwrap_err().contains("--fast"));
+    }
+
+    #[test]
+    fn bench_options_combine() {
+        assert_eq!(
+            parse_str("bench"),
+            Ok(Command::Bench(BenchOptions::default()))
+        );
+        let expected = BenchOptions {
+            quick: true,
+            only: vec!["worker".into(), "pdfpool".into()],
+        };
+        assert_eq!(
+            parse_str("bench --only worker --quick --only pdfpool"),
+            Ok(Command::Bench(expected))
+        );
+        assert!(parse_str("bench --only").unwrap_err().contains("--only"));
+        assert!(parse_str("bench --full").unwrap_err().contains("--full"));
     }
 
     #[test]

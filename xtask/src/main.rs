@@ -1,8 +1,9 @@
-//! `cargo xtask`: the workspace's automation, std only.
+//! `cargo xtask`: the workspace's automation, std only but for `bench`'s page (serde_json, plotters).
 //!
 //! `main` parses the command line ([`flags`]), moves to the workspace root, and dispatches to
 //! one file per verb.
 
+mod bench;
 mod demo;
 mod flags;
 mod gate;
@@ -36,6 +37,7 @@ fn main() -> ExitCode {
         }
         flags::Command::Gate(options) => gate::run(&root, &options),
         flags::Command::Demo => demo::run(&root),
+        flags::Command::Bench(options) => bench::run(&root, &options),
     }
 }
 

@@ -13,7 +13,10 @@
 //! With the feature `metrics`, the runner group also runs the same batch with
 //! `MetricsHooks` (over a Prometheus recorder) wrapping the same hooks: the cost of the
 //! metrics per target. `cargo bench -p lockgate-batch --bench runner --features metrics --
-//! runner_memory_store`.
+//! batch_runner_memory_store`.
+//!
+//! Subjects named `batch_…` are ours; `cargo xtask bench` takes the first of them in
+//! alphabetical order as the reference of its ratios (the runner, the memory store).
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -114,7 +117,7 @@ fn bench(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("10k_targets_100_jobs/{name}"));
         group.sample_size(10);
         group.throughput(Throughput::Elements((JOBS * TARGETS_PER_JOB) as u64));
-        group.bench_function("runner_memory_store_4_workers", |b| {
+        group.bench_function("batch_runner_memory_store_4_workers", |b| {
             b.iter(|| rt.block_on(run_batch(MemoryStore::new(), &callers, &targets)));
         });
         #[cfg(feature = "metrics")]
@@ -122,7 +125,7 @@ fn bench(c: &mut Criterion) {
             use lockgate_batch::hooks::MetricsHooks;
             let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
             let handle = recorder.handle();
-            group.bench_function("runner_memory_store_4_workers_metrics", |b| {
+            group.bench_function("batch_runner_memory_store_4_workers_metrics", |b| {
                 b.iter(|| {
                     let wrap = |ended: Arc<dyn Hooks>| -> Arc<dyn Hooks> {
                         let hooks = metrics::with_local_recorder(&recorder, || {
@@ -197,12 +200,12 @@ mod sqlite {
         group.throughput(Throughput::Elements(
             JOBS as u64 * u64::from(TARGETS_PER_JOB),
         ));
-        group.bench_function("memory", |b| {
+        group.bench_function("batch_memory", |b| {
             b.iter(|| rt.block_on(run_batch(MemoryStore::new(), &callers, &targets)));
         });
         for (name, mode) in [
-            ("sqlite_wal_normal", Synchronous::Normal),
-            ("sqlite_wal_full_fsync", Synchronous::Full),
+            ("batch_sqlite_wal_normal", Synchronous::Normal),
+            ("batch_sqlite_wal_full_fsync", Synchronous::Full),
         ] {
             group.bench_function(name, |b| {
                 b.iter_batched(

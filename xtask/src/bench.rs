@@ -5,11 +5,12 @@
 //!
 //! Steps:
 //! 1. The benches are the `[[bench]]` targets of `crates/*/Cargo.toml` ([`manifest`]), run one
-//!    at a time as `cargo bench -p <package> --bench <name> [--features <required>] --
-//!    [--quick]`. A bench without `criterion_main!` is not a criterion bench (`batch/lateness`
-//!    prints a latency table) and is skipped with `SKIPPED: <bench>: <why>`. A bench that reads
-//!    the PostgreSQL URL variable gets a throwaway cluster ([`postgres`], with `fsync` on, as
-//!    in production), or is skipped when no server binaries are installed.
+//!    at a time as `cargo bench -p <package> --bench <name> --all-features -- [--quick]`, so
+//!    optional subjects (the `metrics` runs) are measured too. A bench without
+//!    `criterion_main!` is not a criterion bench (`batch/lateness` prints a latency table)
+//!    and is skipped with `SKIPPED: <bench>: <why>`. A bench that reads the PostgreSQL URL
+//!    variable gets a throwaway cluster ([`postgres`], with `fsync` on, as in production), or
+//!    is skipped when no server binaries are installed.
 //! 2. criterion writes into `CRITERION_HOME` (set to `<target>/criterion`); only results
 //!    written after the bench started are read ([`results`]), so nothing stale reaches the page.
 //! 3. Each criterion group (and parameter) is a comparison; which subject is ours and what
@@ -193,9 +194,9 @@ fn run_one(root: &Path, home: &Path, bench: &Bench, quick: bool) -> Outcome {
         "--bench",
         &bench.name,
     ]);
-    if !bench.features.is_empty() {
-        cmd.args(["--features", &bench.features.join(",")]);
-    }
+    // All features: a bench's optional subjects (the `metrics` runs) are measured too, and
+    // a bench's `required-features` are always met.
+    cmd.arg("--all-features");
     cmd.arg("--");
     if quick {
         // Quick mode measures until two samples agree within 5 % or the measurement time is

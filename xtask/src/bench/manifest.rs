@@ -1,8 +1,9 @@
 //! Which benches there are: every `[[bench]]` target of the crates under `crates/`, read from
 //! their `Cargo.toml`, so a new bench is run without touching the xtask.
 //!
-//! The manifests are read line by line, not by a TOML parser: a `[[bench]]` table's `name`,
-//! `path` and a one-line `required-features = [...]` are all the xtask needs.
+//! The manifests are read line by line, not by a TOML parser: a `[[bench]]` table's `name`
+//! and `path` are all the xtask needs (every bench runs with all features, so a table's
+//! `required-features` never matter here).
 
 use std::path::{Path, PathBuf};
 
@@ -15,8 +16,6 @@ pub(crate) struct Bench {
     pub(crate) package: String,
     /// The bench target's name, for `cargo bench --bench`.
     pub(crate) name: String,
-    /// Its `required-features`, passed as `--features`.
-    pub(crate) features: Vec<String>,
     /// Its source file.
     pub(crate) source: PathBuf,
 }
@@ -33,7 +32,6 @@ impl Bench {
 struct Target {
     name: Option<String>,
     path: Option<String>,
-    features: Vec<String>,
 }
 
 /// Every bench target under `root/crates`, sorted by crate folder, then by name.
@@ -60,7 +58,6 @@ pub(crate) fn benches(root: &Path) -> Vec<Bench> {
                             folder: folder.clone(),
                             package: package.clone(),
                             name,
-                            features: target.features,
                             source,
                         })
                     })
@@ -103,17 +100,6 @@ fn parse(manifest: &str) -> (Option<String>, Vec<Target>) {
                     target.path = Some(unquote(value));
                 }
             }
-            ("[[bench]]", "required-features") => {
-                if let Some(target) = targets.last_mut() {
-                    target.features = value
-                        .trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .split(',')
-                        .map(unquote)
-                        .filter(|feature| !feature.is_empty())
-                        .collect();
-                }
-            }
             _ => {}
         }
     }
@@ -129,7 +115,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bench_tables_are_read_with_their_features() {
+    fn bench_tables_are_read_with_their_names_and_paths() {
         let manifest = r#"
 [package]
 name = "lockgate-batch"
@@ -143,6 +129,7 @@ harness = false
 
 [[bench]]
 name = "postgres"
+path = "benches/pg.rs"
 harness = false
 required-features = ["postgres", "sqlite"]
 
@@ -160,8 +147,7 @@ name = "sqlite_store"
                 },
                 Target {
                     name: Some("postgres".into()),
-                    path: None,
-                    features: vec!["postgres".into(), "sqlite".into()],
+                    path: Some("benches/pg.rs".into()),
                 },
             ]
         );
@@ -176,7 +162,6 @@ name = "sqlite_store"
             .find(|bench| bench.label() == "pdfpool/layer")
             .expect("pdfpool's layer bench");
         assert_eq!(layer.package, "lockgate-pdfpool");
-        assert_eq!(layer.features, vec!["tower".to_string()]);
         assert!(layer.source.is_file(), "{}", layer.source.display());
         assert!(
             found

@@ -11,9 +11,9 @@ use crate::job::JobStatus;
 
 const TARGETS: &str = "lockgate_batch_targets_total";
 const RESULT_BYTES: &str = "lockgate_batch_result_bytes_total";
-const FETCH_SECONDS: &str = "lockgate_batch_fetch_seconds";
+const FETCH_DURATION_SECONDS: &str = "lockgate_batch_fetch_duration_seconds";
 const JOBS: &str = "lockgate_batch_jobs_total";
-const JOB_SECONDS: &str = "lockgate_batch_job_seconds";
+const JOB_DURATION_SECONDS: &str = "lockgate_batch_job_duration_seconds";
 const RESCUED: &str = "lockgate_batch_rescued_total";
 const STORE_ERRORS: &str = "lockgate_batch_store_errors_total";
 const LIVE_JOBS: &str = "lockgate_batch_live_jobs";
@@ -90,12 +90,12 @@ pub struct MetricsHooks {
     /// Indexed by [`outcome_index`]: done, failed.
     targets: [Counter; 2],
     /// Indexed as `targets`.
-    fetch_seconds: [Histogram; 2],
+    fetch_duration_seconds: [Histogram; 2],
     result_bytes: Counter,
     /// Indexed as [`TERMINAL`].
     jobs: [Counter; 4],
     /// Indexed as [`TERMINAL`].
-    job_seconds: [Histogram; 4],
+    job_duration_seconds: [Histogram; 4],
     rescued: Counter,
     /// Indexed by [`error_index`]: unavailable, failed.
     store_errors: [Counter; 2],
@@ -140,10 +140,12 @@ impl MetricsHooks {
         let errors = ["unavailable", "failed"];
         Self {
             targets: outcomes.map(|o| metrics::counter!(TARGETS, with("outcome", o))),
-            fetch_seconds: outcomes.map(|o| metrics::histogram!(FETCH_SECONDS, with("outcome", o))),
+            fetch_duration_seconds: outcomes
+                .map(|o| metrics::histogram!(FETCH_DURATION_SECONDS, with("outcome", o))),
             result_bytes: metrics::counter!(RESULT_BYTES, base.clone()),
             jobs: TERMINAL.map(|(_, s)| metrics::counter!(JOBS, with("status", s))),
-            job_seconds: TERMINAL.map(|(_, s)| metrics::histogram!(JOB_SECONDS, with("status", s))),
+            job_duration_seconds: TERMINAL
+                .map(|(_, s)| metrics::histogram!(JOB_DURATION_SECONDS, with("status", s))),
             rescued: metrics::counter!(RESCUED, base.clone()),
             store_errors: errors.map(|k| metrics::counter!(STORE_ERRORS, with("kind", k))),
             live_jobs: metrics::gauge!(LIVE_JOBS, base.clone()),
@@ -219,7 +221,7 @@ fn describe() {
         "Bytes stored for targets (outputs, or error texts and hints)."
     );
     describe_histogram!(
-        FETCH_SECONDS,
+        FETCH_DURATION_SECONDS,
         Unit::Seconds,
         "Duration of a stored target's last fetch, by outcome."
     );
@@ -229,7 +231,7 @@ fn describe() {
         "Jobs that reached a terminal status, by status."
     );
     describe_histogram!(
-        JOB_SECONDS,
+        JOB_DURATION_SECONDS,
         Unit::Seconds,
         "Time from a job's submit to its terminal status, by status."
     );
@@ -287,7 +289,7 @@ impl Hooks for MetricsHooks {
     fn target(&self, event: &TargetEvent) {
         let outcome = outcome_index(event.outcome);
         self.targets[outcome].increment(1);
-        self.fetch_seconds[outcome].record(event.elapsed.as_secs_f64());
+        self.fetch_duration_seconds[outcome].record(event.elapsed.as_secs_f64());
         self.result_bytes.increment(event.result_bytes);
         if let Some(inner) = &self.inner {
             inner.target(event);
@@ -298,7 +300,7 @@ impl Hooks for MetricsHooks {
         // The runner reports terminal statuses only.
         if let Some(status) = TERMINAL.iter().position(|(s, _)| *s == event.status) {
             self.jobs[status].increment(1);
-            self.job_seconds[status].record(event.after.as_secs_f64());
+            self.job_duration_seconds[status].record(event.after.as_secs_f64());
         }
         if let Some(inner) = &self.inner {
             inner.job(event);

@@ -222,34 +222,34 @@ async fn a_known_workload_renders_exact_metrics() {
     // Every fetch took `FETCH` (0.25 s): all in the bucket `le="1"`.
     for (outcome, count) in [(done, 5.0), (failed, 2.0)] {
         put(
-            format!("lockgate_batch_fetch_seconds_bucket{{le=\"0.1\",{outcome}}}"),
+            format!("lockgate_batch_fetch_duration_seconds_bucket{{le=\"0.1\",{outcome}}}"),
             0.0,
         );
         put(
-            format!("lockgate_batch_fetch_seconds_bucket{{le=\"1\",{outcome}}}"),
+            format!("lockgate_batch_fetch_duration_seconds_bucket{{le=\"1\",{outcome}}}"),
             count,
         );
         put(
-            format!("lockgate_batch_fetch_seconds_bucket{{le=\"10\",{outcome}}}"),
+            format!("lockgate_batch_fetch_duration_seconds_bucket{{le=\"10\",{outcome}}}"),
             count,
         );
         put(
-            format!("lockgate_batch_fetch_seconds_bucket{{le=\"+Inf\",{outcome}}}"),
+            format!("lockgate_batch_fetch_duration_seconds_bucket{{le=\"+Inf\",{outcome}}}"),
             count,
         );
         put(
-            format!("lockgate_batch_fetch_seconds_sum{{{outcome}}}"),
+            format!("lockgate_batch_fetch_duration_seconds_sum{{{outcome}}}"),
             count * 0.25,
         );
         put(
-            format!("lockgate_batch_fetch_seconds_count{{{outcome}}}"),
+            format!("lockgate_batch_fetch_duration_seconds_count{{{outcome}}}"),
             count,
         );
     }
     for s in ["done", "partial", "failed", "cancelled"] {
         put(format!("lockgate_batch_jobs_total{{{}}}", status(s)), 1.0);
         put(
-            format!("lockgate_batch_job_seconds_count{{{}}}", status(s)),
+            format!("lockgate_batch_job_duration_seconds_count{{{}}}", status(s)),
             1.0,
         );
     }
@@ -273,15 +273,15 @@ async fn a_known_workload_renders_exact_metrics() {
     let checked: BTreeMap<String, f64> = rendered
         .iter()
         .filter(|(key, _)| {
-            !(key.starts_with("lockgate_batch_job_seconds_bucket")
-                || key.starts_with("lockgate_batch_job_seconds_sum"))
+            !(key.starts_with("lockgate_batch_job_duration_seconds_bucket")
+                || key.starts_with("lockgate_batch_job_duration_seconds_sum"))
         })
         .map(|(key, value)| (key.clone(), *value))
         .collect();
     assert_eq!(checked, expected, "rendered:\n{}", handle.render());
     assert!(bytes.0.load(Ordering::Relaxed) > 0);
     for s in ["done", "partial", "failed", "cancelled"] {
-        let sum = rendered[&format!("lockgate_batch_job_seconds_sum{{{}}}", status(s))];
+        let sum = rendered[&format!("lockgate_batch_job_duration_seconds_sum{{{}}}", status(s))];
         assert!(
             sum >= 0.25,
             "{s}: a job lasts at least one fetch, not {sum}"
@@ -384,7 +384,7 @@ async fn counts_and_in_flight_end_exact_under_many_workers() {
         all
     );
     assert_eq!(
-        rendered["lockgate_batch_fetch_seconds_count{outcome=\"done\"}"],
+        rendered["lockgate_batch_fetch_duration_seconds_count{outcome=\"done\"}"],
         all
     );
     assert_eq!(

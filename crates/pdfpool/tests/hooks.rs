@@ -6,11 +6,9 @@ mod common;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use common::{gated, never, settle};
-use lockgate_pdfpool::{BusyCause, Error, Hooks, Pool};
+use common::{TestPool, gated, never, secs, settle, spawn_run};
+use lockgate_pdfpool::{BusyCause, Error, Hooks};
 use tokio::time::advance;
-
-type TestPool = Pool<&'static str, &'static str, String>;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -86,24 +84,6 @@ fn recorded_pool(slots: usize, queue: usize) -> (TestPool, Arc<Recorder>) {
     let recorder = Arc::new(Recorder::default());
     let pool = TestPool::with_hooks(slots, queue, WAIT, Arc::clone(&recorder));
     (pool, recorder)
-}
-
-fn spawn_run<F, Fut>(
-    pool: &TestPool,
-    key: &'static str,
-    caller: &'static str,
-    job: F,
-) -> tokio::task::JoinHandle<Result<String, Error>>
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = String> + Send + 'static,
-{
-    let pool = pool.clone();
-    tokio::spawn(async move { pool.run(key, caller, job).await })
-}
-
-const fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
 }
 
 #[tokio::test(start_paused = true)]

@@ -11,12 +11,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{gated, never, settle};
-use lockgate_pdfpool::{Error, Hooks, MetricsHooks, Pool};
+use common::{TestPool, gated, never, secs, settle, spawn_run};
+use lockgate_pdfpool::{Error, Hooks, MetricsHooks};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::time::advance;
-
-type TestPool = Pool<&'static str, &'static str, String>;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -49,24 +47,6 @@ fn value(samples: &BTreeMap<String, f64>, series: &str) -> f64 {
     *samples
         .get(series)
         .unwrap_or_else(|| panic!("no `{series}` in the scrape: {samples:#?}"))
-}
-
-fn spawn_run<F, Fut>(
-    pool: &TestPool,
-    key: &'static str,
-    caller: &'static str,
-    job: F,
-) -> tokio::task::JoinHandle<Result<String, Error>>
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = String> + Send + 'static,
-{
-    let pool = pool.clone();
-    tokio::spawn(async move { pool.run(key, caller, job).await })
-}
-
-const fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
 }
 
 #[tokio::test(start_paused = true)]

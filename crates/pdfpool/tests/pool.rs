@@ -4,12 +4,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{gated, never, settle};
+use common::{TestPool, gated, never, settle, spawn_run};
 use lockgate_pdfpool::{BusyCause, Error, Pool};
 use tokio::task::JoinHandle;
 use tokio::time::advance;
-
-type TestPool = Pool<&'static str, &'static str, String>;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -24,21 +22,6 @@ const WAIT_EXPIRED: Error = Error::Busy {
     cause: BusyCause::WaitExpired,
     retry_after: WAIT,
 };
-
-/// Spawns `pool.run(key, caller, job)` as its own task.
-fn spawn_run<F, Fut>(
-    pool: &TestPool,
-    key: &'static str,
-    caller: &'static str,
-    job: F,
-) -> JoinHandle<Result<String, Error>>
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = String> + Send + 'static,
-{
-    let pool = pool.clone();
-    tokio::spawn(async move { pool.run(key, caller, job).await })
-}
 
 /// Spawns `pool.join(&key)` as its own task.
 fn spawn_join(pool: &TestPool, key: &'static str) -> JoinHandle<Option<Result<String, Error>>> {

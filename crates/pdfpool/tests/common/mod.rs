@@ -88,3 +88,26 @@ pub async fn settle() {
         tokio::task::yield_now().await;
     }
 }
+
+/// The pool most tests use: string keys and callers, `String` values.
+pub type TestPool = lockgate_pdfpool::Pool<&'static str, &'static str, String>;
+
+/// Starts `pool.run(key, caller, job)` in its own task.
+pub fn spawn_run<F, Fut>(
+    pool: &TestPool,
+    key: &'static str,
+    caller: &'static str,
+    job: F,
+) -> tokio::task::JoinHandle<Result<String, lockgate_pdfpool::Error>>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = String> + Send + 'static,
+{
+    let pool = pool.clone();
+    tokio::spawn(async move { pool.run(key, caller, job).await })
+}
+
+/// `n` seconds.
+pub const fn secs(n: u64) -> std::time::Duration {
+    std::time::Duration::from_secs(n)
+}

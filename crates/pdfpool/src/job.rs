@@ -12,6 +12,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use lockgate_panicguard::Panic;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -45,7 +46,8 @@ where
     {
         Self {
             queued_at,
-            start: Box::new(move |shared, job_id| spawn(shared, job_id, job, span)),
+            // A queued job's waiters all have channels, so its task's output goes unread.
+            start: Box::new(move |shared, job_id| drop(spawn(shared, job_id, job, span))),
         }
     }
 
@@ -81,7 +83,8 @@ pub(crate) fn spawn<K, C, V, F, Fut>(
     job_id: JobId,
     job: F,
     span: tracing::Span,
-) where
+) -> Option<JoinHandle<Option<Outcome<V>>>>
+where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Hash + Eq + Clone + Send + Sync + 'static,
     V: Clone + Send + 'static,
@@ -102,17 +105,18 @@ pub(crate) fn spawn<K, C, V, F, Fut>(
             tracing::warn!(panic = panic.message(), "a pooled job panicked");
             Error::Panicked(panic)
         });
-        finisher.finish(outcome);
+        finisher.finish(outcome)
     };
     match tokio::runtime::Handle::try_current() {
         // No subscriber wants the span: spawn the task bare. `Instrumented` around a disabled
         // span does nothing but make every job's task bigger (measured: a fifth of the cost
         // of an uncontended `run`).
-        Ok(runtime) if span.is_disabled() => drop(runtime.spawn(task)),
-        Ok(runtime) => drop(runtime.spawn(task.instrument(span))),
+        Ok(runtime) if span.is_disabled() => Some(runtime.spawn(task)),
+        Ok(runtime) => Some(runtime.spawn(task.instrument(span))),
         Err(_) => {
             tracing::error!("a pooled job was started outside a Tokio runtime: Closed");
             drop(task);
+            None
         }
     }
 }
@@ -174,14 +178,14 @@ where
     C: Hash + Eq + Clone + Send + Sync + 'static,
     V: Clone + Send + 'static,
 {
-    fn finish(mut self, outcome: Outcome<V>) {
+    /// Ends the job; the outcome comes back if the request that started it awaits the task.
+    fn finish(mut self, outcome: Outcome<V>) -> Option<Outcome<V>> {
         let end = match &outcome {
             Err(Error::Panicked(_)) => End::Panicked,
             _ => End::Finished,
         };
-        if let Some(shared) = self.shared.take() {
-            finish(&shared, self.job_id, outcome, end, self.started_at);
-        }
+        let shared = self.shared.take()?;
+        finish(&shared, self.job_id, outcome, end, self.started_at)
     }
 }
 
@@ -193,28 +197,29 @@ where
 {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.take() {
+            // A starter awaiting this task gets `Closed` from its `JoinHandle` instead.
             let outcome = Err(Error::Closed);
-            finish(&shared, self.job_id, outcome, End::Dropped, self.started_at);
+            let _unread = finish(&shared, self.job_id, outcome, End::Dropped, self.started_at);
         }
     }
 }
 
 /// Frees the job's slot, reports its end to the hooks, launches the queued job that takes the
 /// slot, fans the outcome out, and wakes `shutdown` if that was the last job of a closed pool.
+/// The outcome comes back if the request that started the job awaits its task.
 fn finish<K, C, V>(
     shared: &Arc<Shared<K, C, V>>,
     job_id: JobId,
     outcome: Outcome<V>,
     end: End,
     started_at: Option<Instant>,
-) where
+) -> Option<Outcome<V>>
+where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Hash + Eq + Clone + Send + Sync + 'static,
     V: Clone + Send + 'static,
 {
-    let Some(finished) = shared.table.finish(job_id) else {
-        return;
-    };
+    let finished = shared.table.finish(job_id)?;
     shared.hooks.call(|hooks| {
         let job_time = started_at.map_or(Duration::ZERO, |at| Instant::now() - at);
         match end {
@@ -226,8 +231,9 @@ fn finish<K, C, V>(
     if let Some((next_id, launch)) = finished.next {
         launch.start(Arc::clone(shared), next_id);
     }
-    deliver(finished.waiters, outcome);
+    let for_the_starter = deliver(finished.waiters, outcome);
     if finished.closed_and_idle {
         shared.idle.notify_waiters();
     }
+    for_the_starter
 }

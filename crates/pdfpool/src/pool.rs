@@ -13,14 +13,20 @@ use tokio_util::task::TaskTracker;
 use crate::hooks::Installed;
 use crate::job::{self, Launch};
 use crate::sync::Arc;
-use crate::table::{Admission, Refusal, Table};
+use crate::table::{Admission, NewWaiter, Refusal, Table};
 use crate::wait::{Waiter, deliver};
 use crate::{BusyCause, Error, Hooks};
 
 /// What every sharer of a job receives.
 pub(crate) type Outcome<V> = Result<V, Error>;
 /// A waiter's mailbox, held by the table.
-pub(crate) type Mailbox<V> = oneshot::Sender<Outcome<V>>;
+pub(crate) enum Mailbox<V> {
+    /// The waiter awaits this channel's receiver.
+    Channel(oneshot::Sender<Outcome<V>>),
+    /// The request that started the job at once awaits the job's task itself: the task's
+    /// output is the outcome (as for a plain `tokio::spawn`), so it needs no channel.
+    Task,
+}
 /// The admission table as the pool uses it.
 pub(crate) type CoreTable<K, C, V> = Table<K, C, Instant, Mailbox<V>, Launch<K, C, V>>;
 
@@ -201,10 +207,13 @@ where
         let admission = shared.table.admit(
             key,
             caller,
-            || {
-                let (mailbox, outcome) = oneshot::channel();
-                receiver = Some(outcome);
-                mailbox
+            |new_waiter| match new_waiter {
+                NewWaiter::StartsNow => Mailbox::Task,
+                NewWaiter::Waits => {
+                    let (mailbox, outcome) = oneshot::channel();
+                    receiver = Some(outcome);
+                    Mailbox::Channel(mailbox)
+                }
             },
             || {
                 let job = job.take().expect("the closure is taken once");
@@ -226,8 +235,8 @@ where
                 shared.hooks.call(|hooks| hooks.started(Duration::ZERO));
                 let job = job.take().expect("a started job's closure was not queued");
                 let span = span.take().expect("a started job's span was not queued");
-                job::spawn(Arc::clone(&self.shared), job_id, job, span);
-                (waiter, None)
+                let task = job::spawn(Arc::clone(&self.shared), job_id, job, span);
+                return waiter.wait_for_task(task).await;
             }
             Admission::Queued { waiter, deadline } => {
                 let waiter = Waiter::new(shared, waiter);
@@ -251,7 +260,7 @@ where
         // A closure and a span not needed (joined) are dropped here, outside the lock and the
         // guard.
         drop((job, span));
-        let outcome = receiver.expect("a registered waiter has a receiver");
+        let outcome = receiver.expect("a waiter that did not start its job has a receiver");
         waiter.wait(outcome, deadline).await
     }
 
@@ -293,7 +302,7 @@ where
     {
         let (mailbox, outcome) = oneshot::channel();
         let shared = &*self.shared;
-        let (waiter, deadline) = shared.table.join(key, mailbox).ok()?;
+        let (waiter, deadline) = shared.table.join(key, Mailbox::Channel(mailbox)).ok()?;
         let waiter = Waiter::new(shared, waiter);
         shared.hooks.call(|hooks| hooks.joined());
         Some(waiter.wait(outcome, deadline).await)
@@ -393,7 +402,8 @@ where
         for job in dropped {
             let queue_wait = job.launch.queued_for();
             self.shared.hooks.call(|hooks| hooks.abandoned(queue_wait));
-            deliver(job.waiters, Err(Error::Closed));
+            // A queued job's waiters all have channels: nothing comes back for a task.
+            let _none = deliver(job.waiters, Err(Error::Closed));
             drop(job.launch);
         }
     }

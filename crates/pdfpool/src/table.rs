@@ -106,6 +106,17 @@ pub(crate) enum Refusal {
     Closed,
 }
 
+/// Which request a new waiter is, as `admit` tells its `mailbox` closure: the request that
+/// starts a job at once can take the outcome straight from the job's task, so the pool gives
+/// it no channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NewWaiter {
+    /// The request starts the job now: the admission will be `Started`.
+    StartsNow,
+    /// The request joins a job in flight, or its job is queued.
+    Waits,
+}
+
 /// What `admit` decided. Nothing of the request's closure is kept unless the job was
 /// queued, so a join, a refusal or an immediate start allocates no launch.
 #[derive(Debug)]
@@ -225,13 +236,14 @@ where
     /// Applies rules 1 to 3 (and close) to a request for `key` by `caller`.
     ///
     /// `mailbox` is called, under the lock, only if the request waits for a job (joined,
-    /// started or queued); `queue` only if the job is queued, to take the deadline and the
-    /// launch. Neither runs user code: they allocate and move values.
+    /// started or queued), and is told which of these ([`NewWaiter`]); `queue` only if the
+    /// job is queued, to take the deadline and the launch. Neither runs user code: they
+    /// allocate and move values.
     pub(crate) fn admit(
         &self,
         key: K,
         caller: C,
-        mailbox: impl FnOnce() -> W,
+        mailbox: impl FnOnce(NewWaiter) -> W,
         queue: impl FnOnce() -> (D, L),
     ) -> Admission<D> {
         let mut guard = self.state.lock();
@@ -244,7 +256,7 @@ where
                     .jobs
                     .get_mut(job_id.index)
                     .expect("by_key names live jobs (invariant 4)");
-                let slot = job.waiters.insert(mailbox());
+                let slot = job.waiters.insert(mailbox(NewWaiter::Waits));
                 let deadline = match &job.phase {
                     Phase::Queued { deadline, .. } => Some(*deadline),
                     Phase::Running => None,
@@ -267,15 +279,19 @@ where
                 }
                 let serial = state.next_serial;
                 state.next_serial += 1;
-                let (phase, deadline) = if start {
+                let (phase, deadline, new_waiter) = if start {
                     state.running += 1;
-                    (Phase::Running, None)
+                    (Phase::Running, None, NewWaiter::StartsNow)
                 } else {
                     let (deadline, launch) = queue();
-                    (Phase::Queued { deadline, launch }, Some(deadline))
+                    (
+                        Phase::Queued { deadline, launch },
+                        Some(deadline),
+                        NewWaiter::Waits,
+                    )
                 };
                 let mut waiters = Slab::default();
-                let slot = waiters.insert(mailbox());
+                let slot = waiters.insert(mailbox(new_waiter));
                 debug_assert_eq!(slot, STARTER_SLOT);
                 let index = state.jobs.insert(Job {
                     serial,

@@ -3,11 +3,16 @@
 //! Each waiter owns a oneshot receiver; its sender (the mailbox) sits in the job's waiter slab
 //! in the table. The outcome reaches every waiter by one `send` per mailbox, done after the
 //! table's lock is released, so waking 10,000 sharers takes one lock acquisition, not 10,000.
+//! The one exception is the request that starts a job at once: its mailbox is a placeholder
+//! ([`Mailbox::Task`]), `deliver` hands the outcome back to the job's task, and the request
+//! awaits the task's `JoinHandle`, as a plain `tokio::spawn` would (no channel to allocate,
+//! send and free for the most common request).
 //!
 //! # Cancel safety
 //!
-//! The awaits that can be cancelled are all in `Waiter::wait`: the `select!` over the mailbox and
-//! the deadline `Sleep`, and the final mailbox await. Admission itself happens synchronously in
+//! The awaits that can be cancelled are all in `Waiter::wait` and `Waiter::wait_for_task`: the
+//! `select!` over the mailbox and the deadline `Sleep`, the final mailbox await, and the
+//! `JoinHandle` await (dropping a `JoinHandle` detaches the task; it does not cancel the job). Admission itself happens synchronously in
 //! the first poll, and each `run` arm wraps its `WaiterId` in a `Waiter` guard before anything
 //! else can unwind or await. Hence:
 //!
@@ -17,14 +22,17 @@
 //!   removes the job, its queue entry and its owner (the table's invariant 6), returning the
 //!   launch to be dropped unrun. A Running job stays: its task owns it, not the waiter (rule 4).
 //! - Dropped after the mailbox was handed out (ended, expired, closed): `leave` finds nothing;
-//!   the outcome is sent to a dropped receiver and freed with it.
+//!   the outcome is sent to a dropped receiver and freed with it (or, for a starter, is the
+//!   output of a task nobody awaits, freed when the task ends).
 //! - The `Sleep` of a dropped waiter is dropped with it; a waiter whose job started meanwhile
 //!   still wakes at the deadline once, finds the job no longer queued (`expire` is `None`), and
 //!   goes on waiting without a timer.
 
 use std::hash::Hash;
 
+use lockgate_panicguard::Panic;
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::pool::{Mailbox, Outcome, Shared};
@@ -32,27 +40,48 @@ use crate::slab::Slab;
 use crate::table::WaiterId;
 use crate::{BusyCause, Error};
 
-/// Sends `outcome` to every mailbox: clones to all but the last, which gets the original.
+/// Sends `outcome` to every channel mailbox and hands it back if the job's starter awaits the
+/// task ([`Mailbox::Task`]), to be the task's output. Clones go to every channel but the last,
+/// which gets the original unless it is handed back.
 ///
 /// A panic in `V::clone` becomes that waiter's `Panicked` and the others still get theirs.
-/// A mailbox whose receiver is gone (its waiter gave up meanwhile) is skipped.
-pub(crate) fn deliver<V: Clone>(mailboxes: Slab<Mailbox<V>>, outcome: Outcome<V>) {
-    let mut mailboxes = mailboxes.into_iter().peekable();
-    while let Some(mailbox) = mailboxes.next() {
-        if mailboxes.peek().is_none() {
-            let _gone = mailbox.send(outcome);
-            return;
+/// A mailbox whose receiver is gone (its waiter gave up meanwhile) is skipped. Only a job
+/// started at once has a `Task` mailbox, so for a queued job (expired, closed) this is `None`.
+pub(crate) fn deliver<V: Clone>(
+    mailboxes: Slab<Mailbox<V>>,
+    outcome: Outcome<V>,
+) -> Option<Outcome<V>> {
+    let copy = |outcome: &Outcome<V>| match outcome {
+        Ok(value) => lockgate_panicguard::catch(|| value.clone()).map_err(Error::Panicked),
+        Err(error) => Err(error.clone()),
+    };
+    let mut task_waits = false;
+    // Each channel gets a copy once the next one is seen, so the last gets the outcome itself
+    // unless the task's own waiter takes it.
+    let mut held = None;
+    for mailbox in mailboxes {
+        match mailbox {
+            Mailbox::Task => task_waits = true,
+            Mailbox::Channel(channel) => {
+                if let Some(previous) = held.replace(channel) {
+                    let _gone = previous.send(copy(&outcome));
+                }
+            }
         }
-        let copy = match &outcome {
-            Ok(value) => lockgate_panicguard::catch(|| value.clone()).map_err(Error::Panicked),
-            Err(error) => Err(error.clone()),
-        };
-        let _gone = mailbox.send(copy);
+    }
+    match held {
+        Some(last) if task_waits => {
+            let _gone = last.send(copy(&outcome));
+            Some(outcome)
+        }
+        Some(last) => {
+            let _gone = last.send(outcome);
+            None
+        }
+        None => task_waits.then_some(outcome),
     }
 }
 
-/// A registered waiter of one job. Dropping it before the outcome arrived takes it off the
-/// job (the table's `leave`): that is what makes every await in `wait` cancel safe.
 pub(crate) struct Waiter<'a, K, C, V>
 where
     K: Hash + Eq + Clone,
@@ -101,7 +130,7 @@ where
                             cause: BusyCause::WaitExpired,
                             retry_after: self.shared.wait,
                         };
-                        deliver(expired.waiters, Err(busy));
+                        let _none = deliver(expired.waiters, Err(busy));
                         drop(expired.launch);
                     }
                 }
@@ -112,6 +141,30 @@ where
     }
 
     /// The mailbox was sent to or dropped: either way the table let go of it (invariant 8).
+    /// Awaits the task of a job this request started at once: the task's output is the
+    /// outcome [`deliver`] handed back for this waiter's [`Mailbox::Task`]. `None` (no
+    /// runtime to spawn on: the job was torn down at once) and a task that ended without an
+    /// output (its runtime shut down) mean `Closed`, as a dropped channel does.
+    pub(crate) async fn wait_for_task(
+        mut self,
+        task: Option<JoinHandle<Option<Outcome<V>>>>,
+    ) -> Outcome<V> {
+        let output = match task {
+            Some(task) => task.await,
+            None => Ok(None),
+        };
+        self.registered = false;
+        match output {
+            Ok(Some(outcome)) => outcome,
+            // The job's panics are caught inside the task; one here came from the task's own
+            // bookkeeping.
+            Err(error) if error.is_panic() => {
+                Err(Error::Panicked(Panic::from_payload(error.into_panic())))
+            }
+            Ok(None) | Err(_) => Err(Error::Closed),
+        }
+    }
+
     fn received(&mut self, received: Result<Outcome<V>, oneshot::error::RecvError>) -> Outcome<V> {
         self.registered = false;
         // A mailbox dropped unsent means its job was torn down without an outcome.

@@ -561,6 +561,30 @@ fn jobs_whose_runtime_shuts_down_end_with_closed_and_free_their_slots() {
     drop(starters);
 }
 
+#[test]
+fn a_starter_whose_job_runtime_shuts_down_gets_closed() {
+    let pool = TestPool::new(1, 1, WAIT);
+    let jobs = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let (_a, a_job) = gated();
+    // The starter is polled by another executor, inside the jobs runtime's context, so its
+    // job's task runs there and the starter awaits that task from outside.
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut starter = std::pin::pin!(pool.run("a", "alice", a_job));
+    {
+        let _entered = jobs.enter();
+        assert!(starter.as_mut().poll(&mut cx).is_pending());
+    }
+    assert_eq!(counters(&pool), (1, 0));
+    drop(jobs);
+    assert_eq!(counters(&pool), (0, 0), "no slot is lost");
+    assert_eq!(
+        starter.as_mut().poll(&mut cx),
+        std::task::Poll::Ready(Err(Error::Closed))
+    );
+}
+
 // Construction.
 
 #[tokio::test(start_paused = true)]

@@ -51,7 +51,7 @@ fn loom_leave_races_finish() {
         let starter_box = Mailbox::default();
         let launch = Launch::default();
         let Admission::Started { waiter: starter } =
-            table.admit(1, 10, || starter_box.clone(), || (0, launch.clone()))
+            table.admit(1, 10, |_| starter_box.clone(), || (0, launch.clone()))
         else {
             panic!("a free slot starts the job");
         };
@@ -104,7 +104,7 @@ fn loom_queued_job_leave_races_promotion_and_expiry() {
         let table = Arc::new(ModelTable::new(1, 1));
         let first_launch = Launch::default();
         let Admission::Started { waiter: first } =
-            table.admit(1, 10, Mailbox::default, || (0, first_launch.clone()))
+            table.admit(1, 10, |_| Mailbox::default(), || (0, first_launch.clone()))
         else {
             panic!("a free slot starts the job");
         };
@@ -114,7 +114,7 @@ fn loom_queued_job_leave_races_promotion_and_expiry() {
         let Admission::Queued {
             waiter: queued,
             deadline,
-        } = table.admit(2, 20, || queued_box.clone(), || (7, queued_launch.clone()))
+        } = table.admit(2, 20, |_| queued_box.clone(), || (7, queued_launch.clone()))
         else {
             panic!("a full slot queues the job");
         };
@@ -178,8 +178,12 @@ fn loom_concurrent_admissions_share_one_job_per_key() {
         let request = |key: u8, caller: u8| {
             let table = Arc::clone(&table);
             thread::spawn(move || {
-                let admission =
-                    table.admit(key, caller, Mailbox::default, || (0, Launch::default()));
+                let admission = table.admit(
+                    key,
+                    caller,
+                    |_| Mailbox::default(),
+                    || (0, Launch::default()),
+                );
                 assert!(table.running() <= 2, "slot limit");
                 match admission {
                     Admission::Started { waiter } => Some((key, waiter.job)),

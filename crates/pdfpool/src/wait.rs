@@ -12,9 +12,9 @@
 //!
 //! The awaits that can be cancelled are all in `Waiter::wait` and `Waiter::wait_for_task`: the
 //! `select!` over the mailbox and the deadline `Sleep`, the final mailbox await, and the
-//! `JoinHandle` await (dropping a `JoinHandle` detaches the task; it does not cancel the job). Admission itself happens synchronously in
-//! the first poll, and each `run` arm wraps its `WaiterId` in a `Waiter` guard before anything
-//! else can unwind or await. Hence:
+//! `JoinHandle` await (dropping a `JoinHandle` detaches the task; it does not cancel the job).
+//! Admission itself happens synchronously in the first poll, and each `run` arm wraps its
+//! `WaiterId` in a `Waiter` guard before anything else can unwind or await. Hence:
 //!
 //! - Dropped before the first poll: nothing was registered.
 //! - Dropped while registered: `Waiter::drop` calls `leave` under the lock, which removes the

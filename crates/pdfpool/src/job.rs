@@ -14,6 +14,7 @@ use std::time::Duration;
 use lockgate_panicguard::Panic;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tokio_util::task::task_tracker::TaskTrackerToken;
 use tracing::Instrument;
 
 use crate::Error;
@@ -91,16 +92,15 @@ where
     F: FnOnce() -> Fut + Send + 'static,
     Fut: Future<Output = V> + Send + 'static,
 {
-    // Dropped with the task, run or not: what `shutdown` waits for.
-    let tracked = shared.tasks.token();
     let finisher = Finisher {
         started_at: shared.hooks.any().then(Instant::now),
+        _tracked: shared.tasks.token(),
         shared: Some(shared),
         job_id,
     };
+    // `finisher` is used as captured, not rebound: a rebinding would store it twice in the
+    // task's future, and a future past 128 bytes is copied by `memmove` on every spawn.
     let task = async move {
-        let _tracked = tracked;
-        let finisher = finisher;
         let outcome = run_caught(job).await.map_err(|panic| {
             tracing::warn!(panic = panic.message(), "a pooled job panicked");
             Error::Panicked(panic)
@@ -170,6 +170,9 @@ where
     job_id: JobId,
     /// When the job started; taken only if hooks are installed (they get the job's time).
     started_at: Option<Instant>,
+    /// What `shutdown` waits for. A field, so it is dropped after `drop` has finished the
+    /// job: `shutdown` never returns before the job's outcome is delivered.
+    _tracked: TaskTrackerToken,
 }
 
 impl<K, C, V> Finisher<K, C, V>

@@ -86,6 +86,15 @@ impl<T> Slab<T> {
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.first.iter().chain(self.rest.iter().flatten())
     }
+
+    /// The stored values with their indexes, in index order.
+    pub(crate) fn iter_indexed(&self) -> impl Iterator<Item = (usize, &T)> {
+        let rest = self.rest.iter().enumerate();
+        self.first
+            .iter()
+            .map(|value| (0, value))
+            .chain(rest.filter_map(|(position, slot)| Some((position + 1, slot.as_ref()?))))
+    }
 }
 
 impl<T> IntoIterator for Slab<T> {
@@ -130,6 +139,8 @@ mod tests {
         assert_eq!(slab.remove(2), Some(2));
         assert_eq!(slab.remove(0), Some(0));
         assert_eq!(slab.iter().copied().collect::<Vec<_>>(), vec![1, 3]);
+        let indexed: Vec<(usize, i32)> = slab.iter_indexed().map(|(i, &v)| (i, v)).collect();
+        assert_eq!(indexed, vec![(1, 1), (3, 3)]);
         assert_eq!(slab.insert(10), 0, "the inline slot first");
         assert_eq!(slab.insert(12), 2);
         assert_eq!(slab.insert(14), 4);

@@ -16,12 +16,13 @@
 //!      │ close                         ──▶ (gone: waiters get Closed)
 //! ```
 //!
-//! A job is found by key through `by_key` and by [`JobId`] (slab index + serial) through
-//! `jobs`. Its waiters (everyone awaiting its outcome, the starter included) sit in a slab in
+//! A job is found by [`JobId`] (slab index + serial) through `jobs`, and by key or by owner
+//! through the `index` (a scan of `jobs` for small tables, hash maps for large ones: see
+//! `table/index.rs`). Its waiters (everyone awaiting its outcome, the starter included) sit in a slab in
 //! the job, each addressed by a [`WaiterId`]. The table stores two opaque values per job: the
 //! launch `L` of a queued job (what the pool calls to start it) and each waiter's mailbox `W`.
-//! Besides the jobs, the table keeps `by_key` (key → [`JobId`]), `callers` (owner → its
-//! [`JobId`]), the FIFO `queue` of queued ids and the `running` count.
+//! Besides the jobs and their index, the table keeps the FIFO `queue` of queued ids and the
+//! `running` count.
 //!
 //! # Transitions
 //!
@@ -45,10 +46,11 @@
 //! 2. `queue` holds exactly the ids of the `Queued` jobs, oldest first, at most `queue_limit`
 //!    of them: admission is first come first served and the queue is bounded.
 //! 3. If the queue is not empty, `running == slots`: no job waits while a slot is free.
-//! 4. `by_key` maps every live job's key to that job and nothing else: at most one job per key,
-//!    so identical requests share it; a key with no entry is forgotten (no cache).
-//! 5. `callers` is exactly the set of live jobs' owners, and no two live jobs share an owner:
-//!    one job in flight per caller.
+//! 4. No two live jobs share a key, and the index finds each live job by its key and finds
+//!    nothing for any other key: identical requests share a job; a key with no live job is
+//!    forgotten (no cache).
+//! 5. No two live jobs share an owner, and the index finds each live job by its owner and
+//!    nothing for any other caller: one job in flight per caller.
 //! 6. A `Queued` job has at least one waiter: a queued job nobody waits for is abandoned at
 //!    once, giving back its queue place and freeing its owner. A `Running` job may have none
 //!    (it outlives its callers).
@@ -63,8 +65,9 @@
 //! # The lock
 //!
 //! One [`Mutex`] guards the whole state; there is no other lock here, hence no lock order.
-//! Nothing but table bookkeeping runs under it: no user closure, no `Drop` of a user value, no
-//! waker. Every transition that removes values (mailboxes to deliver to, a launch to start or
+//! Nothing but table bookkeeping runs under it: no user closure, no waker, no `Drop` of a
+//! job's closure, future or outcome (keys and caller ids are compared, hashed, cloned and
+//! dropped under it, as inside any map). Every transition that removes values (mailboxes to deliver to, a launch to start or
 //! to drop) returns them, and the caller acts on them **after** the lock is released: delivers
 //! the outcome, spawns the job, drops the unused closure. Between the release and that action
 //! the table already shows the new state (counters exact), and invariant 8 keeps the handed-out
@@ -72,11 +75,13 @@
 //! longer resolves (`leave` hands back nothing), and its outcome goes to a receiver that is
 //! gone.
 
+mod index;
+
 use std::borrow::Borrow;
-use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::Hash;
 
+use self::index::{Found, Index};
 use crate::slab::Slab;
 use crate::sync::Mutex;
 
@@ -165,8 +170,17 @@ pub(crate) struct Left<W, L> {
 
 #[derive(Debug)]
 enum Phase<D, L> {
-    Queued { deadline: D, launch: L },
+    /// Boxed: only queued jobs pay for it, and a running job's `Job` stays small enough to be
+    /// copied inline into and out of the slab (measured: a `memmove` call per admission and
+    /// per finish otherwise).
+    Queued(Box<Queued<D, L>>),
     Running,
+}
+
+#[derive(Debug)]
+struct Queued<D, L> {
+    deadline: D,
+    launch: L,
 }
 
 #[derive(Debug)]
@@ -184,11 +198,6 @@ struct Job<K, C, D, W, L> {
 /// The waiter slot of a job's starter: the first insert into the job's fresh slab.
 const STARTER_SLOT: usize = 0;
 
-/// The maps' hasher. Both maps hold at most `slots + queue_limit` entries (live jobs only), so
-/// even crafted colliding keys cost at most a scan of that many: a fast seeded hasher is safe,
-/// and SipHash's cost per admission would buy nothing.
-type Hasher = foldhash::fast::RandomState;
-
 #[derive(Debug)]
 struct State<K, C, D, W, L> {
     slots: usize,
@@ -197,9 +206,8 @@ struct State<K, C, D, W, L> {
     running: usize,
     next_serial: u64,
     jobs: Slab<Job<K, C, D, W, L>>,
-    by_key: HashMap<K, JobId, Hasher>,
-    /// Each owner of a live job, with that job.
-    callers: HashMap<C, JobId, Hasher>,
+    /// Finds a live job by key and by owner.
+    index: Index<K, C>,
     queue: VecDeque<JobId>,
 }
 
@@ -226,11 +234,19 @@ where
                 running: 0,
                 next_serial: 0,
                 jobs: Slab::default(),
-                by_key: HashMap::default(),
-                callers: HashMap::default(),
+                index: Index::new(slots.saturating_add(queue_limit)),
                 queue: VecDeque::new(),
             }),
         }
+    }
+
+    /// A table that finds jobs through hash maps whatever its size, so that the unit tests
+    /// cover both indexes.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn with_maps(slots: usize, queue_limit: usize) -> Self {
+        let table = Self::new(slots, queue_limit);
+        table.state.lock().index = Index::maps();
+        table
     }
 
     /// Applies rules 1 to 3 (and close) to a request for `key` by `caller`.
@@ -248,17 +264,13 @@ where
     ) -> Admission<D> {
         let mut guard = self.state.lock();
         let state = &mut *guard;
-        let admission = match state.by_key.entry(key) {
+        let admission = match state.index.find(&state.jobs, &key, &caller) {
             // Rule 1: join the job in flight for this key.
-            Entry::Occupied(entry) => {
-                let job_id = *entry.get();
-                let job = state
-                    .jobs
-                    .get_mut(job_id.index)
-                    .expect("by_key names live jobs (invariant 4)");
+            Found::Key(job_id) => {
+                let job = state.job_mut(job_id);
                 let slot = job.waiters.insert(mailbox(NewWaiter::Waits));
                 let deadline = match &job.phase {
-                    Phase::Queued { deadline, .. } => Some(*deadline),
+                    Phase::Queued(queued) => Some(queued.deadline),
                     Phase::Running => None,
                 };
                 Admission::Joined {
@@ -266,12 +278,10 @@ where
                     deadline,
                 }
             }
-            Entry::Vacant(_) if state.closed => return Admission::Refused(Refusal::Closed),
-            Entry::Vacant(vacant_key) => {
-                // Rule 2: the caller's job is for another key (rule 1 caught this key).
-                let Entry::Vacant(vacant_caller) = state.callers.entry(caller) else {
-                    return Admission::Refused(Refusal::CallerBusy);
-                };
+            _ if state.closed => return Admission::Refused(Refusal::Closed),
+            // Rule 2: the caller's job is for another key (rule 1 caught this key).
+            Found::CallerBusy => return Admission::Refused(Refusal::CallerBusy),
+            Found::Neither => {
                 let start = state.running < state.slots;
                 if !start && state.queue.len() >= state.queue_limit {
                     // Rule 3: no slot and no queue place.
@@ -285,7 +295,7 @@ where
                 } else {
                     let (deadline, launch) = queue();
                     (
-                        Phase::Queued { deadline, launch },
+                        Phase::Queued(Box::new(Queued { deadline, launch })),
                         Some(deadline),
                         NewWaiter::Waits,
                     )
@@ -295,15 +305,15 @@ where
                 debug_assert_eq!(slot, STARTER_SLOT);
                 let index = state.jobs.insert(Job {
                     serial,
-                    key: vacant_key.key().clone(),
-                    owner: vacant_caller.key().clone(),
+                    key,
+                    owner: caller,
                     phase,
                     waiters,
                     starter_waits: true,
                 });
                 let job_id = JobId { index, serial };
-                vacant_key.insert(job_id);
-                vacant_caller.insert(job_id);
+                let job = state.jobs.get(index).expect("just inserted");
+                state.index.insert(&job.key, &job.owner, job_id);
                 let waiter = WaiterId { job: job_id, slot };
                 match deadline {
                     None => Admission::Started { waiter },
@@ -326,13 +336,13 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let mut state = self.state.lock();
-        let Some(&job_id) = state.by_key.get(key) else {
+        let Some(job_id) = state.index.by_key(&state.jobs, key) else {
             return Err(mailbox);
         };
         let job = state.job_mut(job_id);
         let slot = job.waiters.insert(mailbox);
         let deadline = match &job.phase {
-            Phase::Queued { deadline, .. } => Some(*deadline),
+            Phase::Queued(queued) => Some(queued.deadline),
             Phase::Running => None,
         };
         state.check();
@@ -356,7 +366,7 @@ where
             // A joiner only gets slot 0 after the starter left, and then this is already false.
             job.starter_waits = false;
         }
-        let abandon = job.waiters.is_empty() && matches!(job.phase, Phase::Queued { .. });
+        let abandon = job.waiters.is_empty() && matches!(job.phase, Phase::Queued(_));
         let abandoned = if abandon {
             let dropped = state.remove_queued(waiter.job);
             debug_assert!(dropped.waiters.is_empty());
@@ -387,12 +397,11 @@ where
         state.running -= 1;
         let next = state.queue.pop_front().map(|next_id| {
             let next = state.job_mut(next_id);
-            let Phase::Queued { launch, .. } = std::mem::replace(&mut next.phase, Phase::Running)
-            else {
+            let Phase::Queued(queued) = std::mem::replace(&mut next.phase, Phase::Running) else {
                 unreachable!("the queue holds queued jobs only (invariant 2)");
             };
             state.running += 1;
-            (next_id, launch)
+            (next_id, queued.launch)
         });
         state.check();
         Some(Finished {
@@ -408,7 +417,7 @@ where
         let mut state = self.state.lock();
         let queued = state
             .live_job_mut(job_id)
-            .is_some_and(|job| matches!(job.phase, Phase::Queued { .. }));
+            .is_some_and(|job| matches!(job.phase, Phase::Queued(_)));
         if !queued {
             return None;
         }
@@ -449,7 +458,7 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let state = self.state.lock();
-        state.by_key.get(key).map_or(0, |&job_id| {
+        state.index.by_key(&state.jobs, key).map_or(0, |job_id| {
             let job = state.job(job_id);
             job.waiters.len() - usize::from(job.starter_waits)
         })
@@ -463,18 +472,16 @@ where
     /// Whether `caller` owns a job in flight.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn is_caller_busy(&self, caller: &C) -> bool {
-        self.state.lock().callers.contains_key(caller)
+        let state = self.state.lock();
+        state.index.by_owner(&state.jobs, caller).is_some()
     }
 
-    /// Whether the table holds nothing at all (no job, key, caller or queue entry).
+    /// Whether the table holds nothing at all (no job, key, caller or queue entry; `check`
+    /// keeps the index in step with the jobs).
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         let state = self.state.lock();
-        state.jobs.is_empty()
-            && state.by_key.is_empty()
-            && state.callers.is_empty()
-            && state.queue.is_empty()
-            && state.running == 0
+        state.jobs.is_empty() && state.queue.is_empty() && state.running == 0
     }
 }
 
@@ -490,7 +497,7 @@ where
             .filter(|job| job.serial == job_id.serial)
     }
 
-    /// The job behind an id taken from `by_key` or `queue` (always live, invariants 2 and 4).
+    /// The job behind an id taken from the index or `queue` (always live, invariants 2, 4, 5).
     fn job(&self, job_id: JobId) -> &Job<K, C, D, W, L> {
         let job = self.jobs.get(job_id.index).expect("indexed job is live");
         debug_assert_eq!(job.serial, job_id.serial);
@@ -506,19 +513,12 @@ where
         job
     }
 
-    /// Takes a live job out of `jobs`, `by_key` and `callers` (not out of `queue`, not out of
-    /// `running`: the caller adjusts the one that applies).
+    /// Takes a live job out of `jobs` and the index (not out of `queue`, not out of `running`:
+    /// the caller adjusts the one that applies).
     fn remove_job(&mut self, job_id: JobId) -> Job<K, C, D, W, L> {
         let job = self.jobs.remove(job_id.index).expect("removed job is live");
         debug_assert_eq!(job.serial, job_id.serial);
-        match self.by_key.entry(job.key.clone()) {
-            Entry::Occupied(entry) if *entry.get() == job_id => {
-                entry.remove();
-            }
-            _ => debug_assert!(false, "by_key lost a live job"),
-        }
-        let owned = self.callers.remove(&job.owner);
-        debug_assert_eq!(owned, Some(job_id), "callers lost a live job's owner");
+        self.index.remove(&job.key, &job.owner, job_id);
         job
     }
 
@@ -530,12 +530,12 @@ where
             self.queue.remove(position);
         }
         let job = self.remove_job(job_id);
-        let Phase::Queued { launch, .. } = job.phase else {
+        let Phase::Queued(queued) = job.phase else {
             unreachable!("remove_queued of a running job");
         };
         Dropped {
             waiters: job.waiters,
-            launch,
+            launch: queued.launch,
         }
     }
 
@@ -560,7 +560,7 @@ where
         assert!(self.queue.len() <= self.queue_limit, "invariant 2: bound");
         for &job_id in &self.queue {
             let job = self.job(job_id);
-            assert!(matches!(job.phase, Phase::Queued { .. }), "invariant 2");
+            assert!(matches!(job.phase, Phase::Queued(_)), "invariant 2");
             assert!(!job.waiters.is_empty(), "invariant 6: queued job unwaited");
         }
         let serials: Vec<u64> = self.queue.iter().map(|id| id.serial).collect();
@@ -569,12 +569,16 @@ where
             self.queue.is_empty() || self.running == self.slots,
             "invariant 3: a job waits while a slot is free"
         );
-        assert_eq!(self.by_key.len(), self.jobs.len(), "invariant 4");
-        assert_eq!(self.callers.len(), self.jobs.len(), "invariant 5");
-        for (key, &job_id) in &self.by_key {
-            let job = self.job(job_id);
-            assert!(job.key == *key, "invariant 4: key maps to its job");
-            assert_eq!(self.callers.get(&job.owner), Some(&job_id), "invariant 5");
+        self.index.check(&self.jobs);
+        for (index, job) in self.jobs.iter_indexed() {
+            let job_id = JobId {
+                index,
+                serial: job.serial,
+            };
+            let by_key = self.index.by_key(&self.jobs, &job.key);
+            assert_eq!(by_key, Some(job_id), "invariant 4: one job per key");
+            let by_owner = self.index.by_owner(&self.jobs, &job.owner);
+            assert_eq!(by_owner, Some(job_id), "invariant 5: one job per owner");
             assert!(
                 !job.starter_waits || job.waiters.get(STARTER_SLOT).is_some(),
                 "invariant 9: a waiting starter holds slot 0"

@@ -82,6 +82,19 @@ impl<T> Slab<T> {
         self.len == 0
     }
 
+    /// The lone value, if the slab holds exactly one and it sits in the inline slot (a job's
+    /// usual single waiter); otherwise the slab itself.
+    pub(crate) fn into_only(self) -> Result<T, Self> {
+        match self {
+            Self {
+                first: Some(value),
+                len: 1,
+                ..
+            } => Ok(value),
+            slab => Err(slab),
+        }
+    }
+
     /// The stored values, in index order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.first.iter().chain(self.rest.iter().flatten())
@@ -146,6 +159,24 @@ mod tests {
         assert_eq!(slab.insert(14), 4);
         assert_eq!(slab.len(), 5);
         assert_eq!(slab.into_iter().collect::<Vec<_>>(), vec![10, 1, 12, 3, 14]);
+    }
+
+    #[test]
+    fn into_only_takes_a_lone_inline_value_and_nothing_else() {
+        let mut slab = Slab::default();
+        slab.insert('a');
+        assert_eq!(slab.into_only().ok(), Some('a'));
+        let mut slab = Slab::default();
+        slab.insert('a');
+        slab.insert('b');
+        let slab = slab.into_only().expect_err("two values");
+        assert_eq!(slab.len(), 2);
+        let mut slab = Slab::default();
+        slab.insert('a');
+        slab.insert('b');
+        slab.remove(0);
+        let slab = slab.into_only().expect_err("the value is not inline");
+        assert_eq!(slab.into_iter().collect::<Vec<_>>(), vec!['b']);
     }
 
     #[test]

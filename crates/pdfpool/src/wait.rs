@@ -55,6 +55,15 @@ pub(crate) fn deliver<V: Clone>(
         Ok(value) => lockgate_panicguard::catch(|| value.clone()).map_err(Error::Panicked),
         Err(error) => Err(error.clone()),
     };
+    // The usual job has one waiter: its starter, or one channel.
+    let mailboxes = match mailboxes.into_only() {
+        Ok(Mailbox::Task) => return Some(outcome),
+        Ok(Mailbox::Channel(channel)) => {
+            let _gone = channel.send(outcome);
+            return None;
+        }
+        Err(mailboxes) => mailboxes,
+    };
     let mut task_waits = false;
     // Each channel gets a copy once the next one is seen, so the last gets the outcome itself
     // unless the task's own waiter takes it.

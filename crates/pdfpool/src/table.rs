@@ -18,8 +18,8 @@
 //!
 //! A job is found by [`JobId`] (slab index + serial) through `jobs`, and by key or by owner
 //! through the `index` (a scan of `jobs` for small tables, hash maps for large ones: see
-//! `table/index.rs`). Its waiters (everyone awaiting its outcome, the starter included) sit in a slab in
-//! the job, each addressed by a [`WaiterId`]. The table stores two opaque values per job: the
+//! `table/index.rs`). Its waiters (everyone awaiting its outcome, the starter included) sit
+//! in a slab in the job, each addressed by a [`WaiterId`]. The table stores two opaque values per job: the
 //! launch `L` of a queued job (what the pool calls to start it) and each waiter's mailbox `W`.
 //! Besides the jobs and their index, the table keeps the FIFO `queue` of queued ids and the
 //! `running` count.
@@ -67,8 +67,8 @@
 //! One [`Mutex`] guards the whole state; there is no other lock here, hence no lock order.
 //! Nothing but table bookkeeping runs under it: no user closure, no waker, no `Drop` of a
 //! job's closure, future or outcome (keys and caller ids are compared, hashed, cloned and
-//! dropped under it, as inside any map). Every transition that removes values (mailboxes to deliver to, a launch to start or
-//! to drop) returns them, and the caller acts on them **after** the lock is released: delivers
+//! dropped under it, as inside any map). Every transition that removes values (mailboxes to
+//! deliver to, a launch to start or to drop) returns them, and the caller acts on them **after** the lock is released: delivers
 //! the outcome, spawns the job, drops the unused closure. Between the release and that action
 //! the table already shows the new state (counters exact), and invariant 8 keeps the handed-out
 //! values from being reached twice: a waiter dropped in that gap finds its [`WaiterId`] no
@@ -571,10 +571,7 @@ where
         );
         self.index.check(&self.jobs);
         for (index, job) in self.jobs.iter_indexed() {
-            let job_id = JobId {
-                index,
-                serial: job.serial,
-            };
+            let job_id = index::job_id(index, job);
             let by_key = self.index.by_key(&self.jobs, &job.key);
             assert_eq!(by_key, Some(job_id), "invariant 4: one job per key");
             let by_owner = self.index.by_owner(&self.jobs, &job.owner);

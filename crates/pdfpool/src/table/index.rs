@@ -182,7 +182,8 @@ where
     }
 }
 
-fn job_id<K, C, D, W, L>(index: usize, job: &Job<K, C, D, W, L>) -> JobId {
+/// The id of the job in slot `index` of the job slab.
+pub(super) fn job_id<K, C, D, W, L>(index: usize, job: &Job<K, C, D, W, L>) -> JobId {
     JobId {
         index,
         serial: job.serial,

@@ -246,7 +246,9 @@ impl JobWatch {
         // An unseen value is returned even after the channel closed; a terminal one closes
         // it (see "Ends"), so the call after it returns `None`.
         self.receiver.changed().await.ok()?;
-        Some(self.progress())
+        // Marks what it returns as seen: a change sent between `changed` resolving and this
+        // read would otherwise be returned now and again by the next call.
+        Some(self.mark_seen())
     }
 
     /// Marks the current progress seen without returning it (so [`changed`](Self::changed)

@@ -39,6 +39,20 @@
 //!    whose worker still waits for the last finish keeps its lease renewed (it is abandoned
 //!    if the lease is lost). After waiting for a finish the worker checks for close before
 //!    it claims. The worker never sleeps, and never returns (close), with a finish out.
+//! 7. Over a store that claims with its store call ([`Store::claims_with_complete`]: the
+//!    PostgreSQL store, where a claim is a round trip and a commit of its own), a worker
+//!    whose last fetch took at most [`AHEAD_FOR_FETCHES_UNDER`] stores each result with
+//!    [`Store::complete_and_claim`], which also claims the target after next; the worker
+//!    fetches that claim once the fetch it runs now ends (the finish ends beside that
+//!    fetch). To get two claims into the pipeline, the first claim ahead is a plain claim
+//!    beside a fetch, made only when no finish is out, so a worker's claims are never two
+//!    at once and it fetches in the order it claimed (token order, which is the rotation's
+//!    order). While the finish that is out claims ahead, the worker waits for it instead of
+//!    claiming beside it. A claim ahead that found nothing pauses claiming ahead as an
+//!    overlapping claim that found nothing pauses step 6. A claim held ahead longer than a
+//!    heartbeat's interval is renewed before its fetch (and dropped if its lease is lost);
+//!    at close it is released unfetched, its target pending for the next runner. A worker
+//!    thus holds up to three claims: one being stored, one fetched, one ahead.
 
 use std::pin::{Pin, pin};
 use std::sync::Arc;
@@ -97,66 +111,100 @@ where
     // Serving a target ends with a clock reading; the next claim reuses it (one clock read
     // less per target: measurable on the hot path).
     let mut now = shared.clock.now();
-    let mut overlap = Overlap::default();
-    // Step 6: the last target's finish, while it is out.
+    // Step 7 needs a store that claims with its store call.
+    let ahead_mode = store.claims_with_complete();
+    // The last fetch was short (step 7).
+    let mut short = false;
+    let mut pipe = Pipeline::default();
+    // Step 6: the last target's finish (or step 7's first claim ahead), while it is out.
     let mut finishing = pin!(None);
     while !shared.closed.load(Ordering::Acquire) {
         // Step 5: one unit of the task's coop budget per round, so a worker whose store and
         // fetch are always ready still yields to its neighbours on the same thread.
         tokio::task::coop::consume_budget().await;
-        if !overlap.active() {
-            finish(finishing.as_mut()).await;
+        if (!pipe.overlap.active() || pipe.claiming) && pipe.ahead.is_none() {
+            // The finish may free the job this worker can take next, or bring its claim.
+            finish(finishing.as_mut(), &mut pipe).await;
             if shared.closed.load(Ordering::Acquire) {
                 break; // closed while it waited: claim nothing more
             }
         }
-        let overlapping = finishing.is_some();
-        let Some(claim) =
-            beside(finishing.as_mut(), store_call(&shared, || store.claim(now))).await
-        else {
-            break;
-        };
-        if overlapping {
-            overlap.claimed(claim.is_some());
-        } else {
-            overlap.sequential();
-        }
-        let claim = match claim {
-            Some(claim) => Some(claim),
-            None if overlapping => {
-                // The store beside it may free the very job this worker can take next.
-                finish(finishing.as_mut()).await;
-                if shared.closed.load(Ordering::Acquire) {
+        let claim = match pipe.ahead.take() {
+            Some(next) => match next.keep(&shared, &*store).await {
+                Some(claim) => Some(claim),
+                None => continue, // its lease was lost: claim afresh
+            },
+            None => {
+                let overlapping = finishing.is_some();
+                let call = store_call(&shared, || store.claim(now));
+                let Some(claim) = beside(finishing.as_mut(), &mut pipe, call).await else {
                     break;
+                };
+                if overlapping {
+                    pipe.overlap.claimed(claim.is_some());
+                } else {
+                    pipe.overlap.sequential();
                 }
-                None
+                match claim {
+                    Some(claim) => Some(claim),
+                    None if overlapping => {
+                        // The store beside it may free the very job this worker can take
+                        // next.
+                        finish(finishing.as_mut(), &mut pipe).await;
+                        if shared.closed.load(Ordering::Acquire) {
+                            break;
+                        }
+                        None
+                    }
+                    None => None,
+                }
             }
-            None => None,
         };
         if let Some(claim) = claim {
-            let mut fetched =
-                beside(finishing.as_mut(), fetch_one(&worker, &mut token, &claim)).await;
+            let ahead_now = ahead_mode && short && pipe.overlap.active();
+            if ahead_now && finishing.is_none() {
+                // Step 7's first claim ahead, beside this fetch (so after `claim` in token
+                // order): from now on each store brings the claim after next.
+                pipe.claiming = true;
+                finishing.set(Some(finish_round(&worker, Round::ClaimAhead)));
+            }
+            let mut fetched = beside(
+                finishing.as_mut(),
+                &mut pipe,
+                fetch_one(&worker, &mut token, &claim),
+            )
+            .await;
             // The last store may still be out (retrying a failing store, say): this claim's
             // lease is renewed while the worker waits for it, as during its fetch.
             let waited = match store.lease_ttl() {
                 Some(ttl) if finishing.is_some() => {
-                    let wait = finish(finishing.as_mut());
+                    let wait = finish(finishing.as_mut(), &mut pipe);
                     let lost = token.child_token(); // cancelled if the lease is lost
                     with_heartbeat(&shared, &*store, &claim, ttl, &lost, wait).await
                 }
                 _ => {
-                    finish(finishing.as_mut()).await;
+                    finish(finishing.as_mut(), &mut pipe).await;
                     Some(())
                 }
             };
             if waited.is_none() {
                 // The lease was lost meanwhile: another worker may hold the target now.
-                finish(finishing.as_mut()).await;
+                finish(finishing.as_mut(), &mut pipe).await;
                 fetched.attempt = Attempt::Abandon;
             }
             now = fetched.now;
+            short = fetched.elapsed <= AHEAD_FOR_FETCHES_UNDER;
             debug_assert!(finishing.is_none(), "at most one finish out per worker");
-            finishing.set(Some(store_result(&worker, claim, fetched)));
+            // Step 7: this store claims the target after next (a claim held now is fetched
+            // next, before this finish can end).
+            let claim_ahead = ahead_mode && short && pipe.overlap.active();
+            pipe.claiming = claim_ahead;
+            let round = Round::Store {
+                claim,
+                fetched,
+                claim_ahead,
+            };
+            finishing.set(Some(finish_round(&worker, round)));
             continue;
         }
         // Step 2: count in as idle and register for the wake-up before claiming again.
@@ -171,11 +219,17 @@ where
             drop(idle);
             let fetched = fetch_one(&worker, &mut token, &claim).await;
             now = fetched.now;
+            short = fetched.elapsed <= AHEAD_FOR_FETCHES_UNDER;
             debug_assert!(
-                finishing.is_none(),
+                finishing.is_none() && pipe.ahead.is_none(),
                 "the worker claimed again only after its finish"
             );
-            finishing.set(Some(store_result(&worker, claim, fetched)));
+            let round = Round::Store {
+                claim,
+                fetched,
+                claim_ahead: false,
+            };
+            finishing.set(Some(finish_round(&worker, round)));
             continue;
         }
         let Some(wake_at) = store_call(&shared, || store.next_wakeup(now)).await else {
@@ -195,21 +249,147 @@ where
         }
         now = shared.clock.now();
     }
-    finish(finishing.as_mut()).await;
+    finish(finishing.as_mut(), &mut pipe).await;
+    if let Some(unfetched) = pipe.ahead.take() {
+        // Closing: the target stays pending for the next runner over the store.
+        let claim = unfetched.claim;
+        let _ = store_call(&shared, || store.release(&claim, shared.clock.now())).await;
+    }
 }
 
-/// Runs the finish that is out, if one is, to its end.
-async fn finish<Fut: Future<Output = ()>>(mut finishing: Pin<&mut Option<Fut>>) {
+/// Step 7 claims ahead only after a fetch at most this long: the claim waits for the next
+/// fetch to end, which is likely as short, while no other worker can take its target.
+const AHEAD_FOR_FETCHES_UNDER: Duration = Duration::from_millis(100);
+
+/// What a worker carries from round to round besides the finish that is out.
+#[derive(Default)]
+struct Pipeline {
+    /// A claim the last finish took ahead, to fetch next (step 7).
+    ahead: Option<Ahead>,
+    /// The finish that is out claims ahead.
+    claiming: bool,
+    /// Step 6's rule, which step 7's claims ahead follow too.
+    overlap: Overlap,
+}
+
+impl Pipeline {
+    /// Takes in what a finish that ended brings: `Some` if it tried to claim ahead, with
+    /// the claim if it found one.
+    fn finished(&mut self, tried: Option<Option<Ahead>>) {
+        self.claiming = false;
+        let Some(next) = tried else {
+            return;
+        };
+        self.overlap.claimed(next.is_some());
+        debug_assert!(
+            self.ahead.is_none() || next.is_none(),
+            "a claim ahead is fetched before the next finish ends"
+        );
+        if next.is_some() {
+            self.ahead = next;
+        }
+    }
+}
+
+/// A claim a finish took ahead (step 7), and when it arrived.
+struct Ahead {
+    claim: Claim,
+    at: Timestamp,
+}
+
+impl Ahead {
+    /// The claim to fetch now: renewed first if it waited a heartbeat's interval, `None`
+    /// if its lease was lost meanwhile.
+    async fn keep<T, O, S: Store>(self, shared: &Shared<T, O>, store: &S) -> Option<Claim> {
+        let Some(ttl) = store.lease_ttl() else {
+            return Some(self.claim);
+        };
+        let now = shared.clock.now();
+        if now.saturating_since(self.at) < heartbeat_every(ttl) {
+            return Some(self.claim);
+        }
+        match store.renew(&self.claim, now).await {
+            Ok(false) => {
+                tracing::warn!(
+                    job = %self.claim.job,
+                    target = self.claim.index,
+                    "lease of a claim taken ahead lost before its fetch; dropped"
+                );
+                None
+            }
+            // A failed renewal is retried by the fetch's heartbeat.
+            Ok(true) | Err(_) => Some(self.claim),
+        }
+    }
+}
+
+/// What a worker's finish does.
+enum Round {
+    /// Stores a fetched target (step 6), claiming the target after next with it when
+    /// `claim_ahead` (step 7).
+    Store {
+        claim: Claim,
+        fetched: Fetched,
+        claim_ahead: bool,
+    },
+    /// Step 7's first claim ahead, with nothing to store.
+    ClaimAhead,
+}
+
+/// Runs one finish: `Some` if it tried to claim ahead, with the claim if it found one.
+async fn finish_round<T, O, F, S>(
+    worker: &Worker<'_, T, O, F, S>,
+    round: Round,
+) -> Option<Option<Ahead>>
+where
+    T: DeserializeOwned + Send + Sync + 'static,
+    O: Serialize + Send + 'static,
+    F: Fetch<T, O>,
+    S: Store,
+{
+    let shared = worker.shared;
+    let next = match round {
+        Round::Store {
+            claim,
+            fetched,
+            claim_ahead,
+        } => {
+            let next = store_result(worker, claim, fetched, claim_ahead).await;
+            if !claim_ahead {
+                return None;
+            }
+            next
+        }
+        Round::ClaimAhead => {
+            let now = shared.clock.now();
+            store_call(shared, || worker.store.claim(now))
+                .await
+                .flatten()
+        }
+    };
+    Some(next.map(|claim| Ahead {
+        claim,
+        at: shared.clock.now(),
+    }))
+}
+
+/// Runs the finish that is out, if one is, to its end, into `pipe`.
+async fn finish<Fut: Future<Output = Option<Option<Ahead>>>>(
+    mut finishing: Pin<&mut Option<Fut>>,
+    pipe: &mut Pipeline,
+) {
     if let Some(out) = finishing.as_mut().as_pin_mut() {
-        out.await;
+        let tried = out.await;
         finishing.set(None);
+        pipe.finished(tried);
     }
 }
 
 /// Runs `main` to its end while the finish that is out, if one is, makes progress (and is
-/// cleared once it ends); the finish is polled first.
-async fn beside<Fut: Future<Output = ()>, R>(
+/// cleared once it ends, into `pipe`); the finish is polled first.
+async fn beside<Fut: Future<Output = Option<Option<Ahead>>>, R>(
     mut finishing: Pin<&mut Option<Fut>>,
+    pipe: &mut Pipeline,
     main: impl Future<Output = R>,
 ) -> R {
     let mut main = pin!(main);
@@ -219,7 +399,10 @@ async fn beside<Fut: Future<Output = ()>, R>(
         };
         tokio::select! {
             biased;
-            () = out => finishing.set(None),
+            tried = out => {
+                finishing.set(None);
+                pipe.finished(tried);
+            }
             value = &mut main => return value,
         }
     }
@@ -376,7 +559,12 @@ where
 /// A fetched target's finish (step 4's second half, which step 6 runs beside the worker's
 /// next claim and fetch): stores the result (or the busy retry, or releases the claim),
 /// reports hooks, evicts, and wakes the others.
-async fn store_result<T, O, F, S>(worker: &Worker<'_, T, O, F, S>, claim: Claim, fetched: Fetched)
+async fn store_result<T, O, F, S>(
+    worker: &Worker<'_, T, O, F, S>,
+    claim: Claim,
+    fetched: Fetched,
+    claim_ahead: bool,
+) -> Option<Claim>
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
@@ -405,7 +593,7 @@ where
                 let _ = store_call(shared, call).await;
                 shared.in_flight.remove(|count| hooks.inflight(count));
                 shared.wake_idle();
-                return;
+                return None;
             }
         }
         Attempt::Result(result) => Some(result),
@@ -413,14 +601,27 @@ where
     let Some(result) = result else {
         let _ = store_call(shared, || store.release(&claim, now)).await;
         shared.in_flight.remove(|count| hooks.inflight(count));
-        return;
+        return None;
     };
     let outcome = match result {
         TargetState::Done { .. } => TargetOutcome::Done,
         _ => TargetOutcome::Failed,
     };
-    let stored = store_call(shared, || store.complete(&claim, result.clone(), now)).await;
+    let stored = if claim_ahead && !shared.closed.load(Ordering::Acquire) {
+        store_call(shared, || {
+            store.complete_and_claim(&claim, result.clone(), now)
+        })
+        .await
+    } else {
+        store_call(shared, || store.complete(&claim, result.clone(), now))
+            .await
+            .map(|completion| (completion, None))
+    };
     shared.in_flight.remove(|count| hooks.inflight(count));
+    let (stored, next) = match stored {
+        Some((completion, next)) => (Some(completion), next),
+        None => (None, None),
+    };
     match stored {
         Some(Completion::Stored {
             bytes,
@@ -465,6 +666,7 @@ where
         None => {}
     }
     shared.wake_idle();
+    next
 }
 
 /// Runs the fetch for `claim`, catching panics and renewing a lease while it runs.
@@ -539,6 +741,11 @@ where
     }
 }
 
+/// How often a claim's lease of `ttl` is renewed: every third of it.
+fn heartbeat_every(ttl: Duration) -> Duration {
+    (ttl / 3).max(Duration::from_millis(1))
+}
+
 /// Awaits `fetched` while renewing the claim every third of `ttl`; `None` (and the fetch
 /// cancelled) if the lease was lost.
 async fn with_heartbeat<T, O, S: Store, R>(
@@ -550,7 +757,7 @@ async fn with_heartbeat<T, O, S: Store, R>(
     fetched: impl Future<Output = R>,
 ) -> Option<R> {
     let mut fetched = pin!(fetched);
-    let every = (ttl / 3).max(Duration::from_millis(1));
+    let every = heartbeat_every(ttl);
     loop {
         tokio::select! {
             result = &mut fetched => return Some(result),

@@ -80,7 +80,8 @@ struct Logged {
     log: Arc<Mutex<Vec<Event>>>,
 }
 
-/// Only `submit`, `claim` and `complete` change; the rest forwards to the PostgreSQL store.
+/// Only `submit`, `claim`, `complete` and `complete_and_claim` change; the rest forwards to
+/// the PostgreSQL store.
 impl StoreWrapper for Logged {
     type Inner = PostgresStore;
 
@@ -117,14 +118,42 @@ impl StoreWrapper for Logged {
         now: Timestamp,
     ) -> Result<Completion, StoreError> {
         let completion = self.store.complete(claim, result, now).await?;
-        // A stored target that ended its job leaves nothing to wait for.
+        self.stored(claim, completion);
+        Ok(completion)
+    }
+
+    /// Logs the store, then the claim it made: the claim's statement ran after the store's.
+    async fn complete_and_claim(
+        &self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> Result<(Completion, Option<Claim>), StoreError> {
+        let (completion, next) = self.store.complete_and_claim(claim, result, now).await?;
+        self.stored(claim, completion);
+        if let Some(next) = &next {
+            self.log.lock().unwrap().push(Event::Claimed {
+                job: next.job.get(),
+                token: next.token,
+            });
+        }
+        Ok((completion, next))
+    }
+
+    fn claims_with_complete(&self) -> bool {
+        true
+    }
+}
+
+impl Logged {
+    /// Logs a stored target whose job goes on (one that ended leaves nothing to wait for).
+    fn stored(&self, claim: &Claim, completion: Completion) {
         if let Completion::Stored { ended: None, .. } = completion {
             self.log.lock().unwrap().push(Event::Stored {
                 job: claim.job.get(),
                 token: claim.token,
             });
         }
-        Ok(completion)
     }
 }
 

@@ -5,7 +5,8 @@
 //! served longest ago is claimed next), fencing and leases, caller isolation, idempotency
 //! keys, counts and summaries, eviction order. `spec/reference.rs` writes those promises down
 //! as the simplest code that keeps them (a `Vec` scanned naively); `spec/ops.rs` generates
-//! sequences of calls (submits with and without keys and limits, claims, renews, completions,
+//! sequences of calls (submits with and without keys and limits, claims, renews, completions
+//! (alone, and with `complete_and_claim`, which the PostgreSQL store answers with a claim too),
 //! busy retries, releases, cancels, touches, reads, wake-ups, evictions with various budgets,
 //! recovers, stale calls with old claims, calls naming other callers' jobs, and the clock
 //! moving); `spec/check.rs` runs one sequence on both sides and stops at the first answer
@@ -78,6 +79,7 @@ const CASES: u32 = 1000;
 const OWNED: Rules = Rules {
     lease: None,
     recover_frees_claims: true,
+    claims_with_complete: false,
 };
 
 /// `TEST_SCALE=small` (TSan, Miri) shrinks the run.
@@ -180,6 +182,7 @@ fn memory_leased() {
         rules: Rules {
             lease: Some(LEASE),
             recover_frees_claims: true,
+            claims_with_complete: false,
         },
         wakeups: Wakeups::Exact,
     };
@@ -199,6 +202,7 @@ fn memory_behind_a_wrapper() {
         rules: Rules {
             lease: Some(LEASE),
             recover_frees_claims: true,
+            claims_with_complete: false,
         },
         wakeups: Wakeups::Exact,
     };
@@ -243,6 +247,7 @@ fn postgres() {
         rules: Rules {
             lease: None,
             recover_frees_claims: false,
+            claims_with_complete: true,
         },
         wakeups: Wakeups::Shared {
             poll: POLL,

@@ -314,6 +314,34 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
     ) -> impl Future<Output = Result<Completion, StoreError>> + Send;
 
+    /// Stores the claimed target's result as [`complete`](Self::complete) does and, in the
+    /// same atomic step, may claim the next target by the rotation as [`claim`](Self::claim)
+    /// would, among the other jobs (never the stored one): `Some` only when it did. A stale
+    /// claim ([`Completion::Stale`]) claims nothing.
+    ///
+    /// The runner calls this instead of `complete` only when
+    /// [`claims_with_complete`](Self::claims_with_complete) says so, while its fetches are
+    /// short, and fetches the claim it returns after the fetch it is running (holding it
+    /// meanwhile): a store that pays a round trip and a commit per call thus claims with
+    /// neither of its own. The default stores and claims nothing.
+    fn complete_and_claim(
+        &self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<(Completion, Option<Claim>), StoreError>> + Send {
+        async move { Ok((self.complete(claim, result, now).await?, None)) }
+    }
+
+    /// Whether [`complete_and_claim`](Self::complete_and_claim) claims: then the runner's
+    /// workers claim their next target with the store of their last one while fetches are
+    /// short (each holds one claim ahead of the fetch it runs). The default, `false`, keeps
+    /// a claim per call to [`claim`](Self::claim), right when a worker needs one: right for
+    /// a store in this process, whose claim costs little.
+    fn claims_with_complete(&self) -> bool {
+        false
+    }
+
     /// Ends a claim whose target was only busy: it stays pending, first busy at `busy_since`,
     /// and its job is not ready again before `at`. `false` if the claim is no longer current.
     fn retry_later(
@@ -498,6 +526,27 @@ pub trait StoreWrapper: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Completion, StoreError>> + Send {
         self.around(self.inner().complete(claim, result, now))
     }
+    /// Stores through this wrapper's own [`complete`](StoreWrapper::complete) and claims
+    /// nothing: forwarding to the inner store's `complete_and_claim` would skip a `complete`
+    /// this wrapper overrides. A wrapper that wants the inner store's combined call
+    /// overrides this and [`claims_with_complete`](StoreWrapper::claims_with_complete)
+    /// together (`Arc` does).
+    fn complete_and_claim(
+        &self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<(Completion, Option<Claim>), StoreError>> + Send {
+        async move {
+            let completion = StoreWrapper::complete(self, claim, result, now).await?;
+            Ok((completion, None))
+        }
+    }
+    /// `false`, as the default [`complete_and_claim`](StoreWrapper::complete_and_claim)
+    /// claims nothing.
+    fn claims_with_complete(&self) -> bool {
+        false
+    }
     /// As [`Store::retry_later`].
     fn retry_later(
         &self,
@@ -614,6 +663,17 @@ impl<W: StoreWrapper> Store for W {
     ) -> impl Future<Output = Result<Completion, StoreError>> + Send {
         StoreWrapper::complete(self, claim, result, now)
     }
+    fn complete_and_claim(
+        &self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<(Completion, Option<Claim>), StoreError>> + Send {
+        StoreWrapper::complete_and_claim(self, claim, result, now)
+    }
+    fn claims_with_complete(&self) -> bool {
+        StoreWrapper::claims_with_complete(self)
+    }
     fn retry_later(
         &self,
         claim: &Claim,
@@ -692,5 +752,18 @@ impl<S: Store> StoreWrapper for Arc<S> {
 
     fn inner(&self) -> &S {
         self
+    }
+
+    fn complete_and_claim(
+        &self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<(Completion, Option<Claim>), StoreError>> + Send {
+        S::complete_and_claim(self, claim, result, now)
+    }
+
+    fn claims_with_complete(&self) -> bool {
+        S::claims_with_complete(self)
     }
 }

@@ -523,32 +523,12 @@ impl<S: Store> Session<'_, S> {
             Op::Claim => {
                 let what = format!("{at}: claim");
                 let expected = self.reference.claim(now);
-                if let Some(mine) = &expected {
-                    self.fairness(&at, mine.job, now)?;
-                }
                 let got = self
                     .store
                     .claim(now)
                     .await
                     .map_err(|e| failed("claim", e))?;
-                let answer = got.as_ref().map(|c| self.granted(c));
-                self.compare(
-                    what,
-                    Answer::Claim(expected.as_ref().map(Granted::from)),
-                    Answer::Claim(answer),
-                )?;
-                if let (Some(mine), Some(theirs)) = (expected, got) {
-                    let last = self.history.last_token;
-                    if last.is_some_and(|last| theirs.token <= last) {
-                        return Err(format!(
-                            "{at}: the store's token {} does not follow its last, {last:?}",
-                            theirs.token
-                        ));
-                    }
-                    self.history.last_token = Some(theirs.token);
-                    self.claims.push((mine, theirs));
-                }
-                Ok(())
+                self.claimed(&at, what, expected, got, now)
             }
             Op::Renew(pick) => {
                 let Some(k) = self.pick_claim(*pick) else {
@@ -567,7 +547,7 @@ impl<S: Store> Session<'_, S> {
                     .map_err(|e| failed("renew", e))?;
                 self.compare(what, Answer::Renewed(expected), Answer::Renewed(got))
             }
-            Op::Complete(pick, outcome) => {
+            Op::Complete(pick, outcome) | Op::CompleteAndClaim(pick, outcome) => {
                 let Some(k) = self.pick_claim(*pick) else {
                     return self.nothing(at, op);
                 };
@@ -581,17 +561,38 @@ impl<S: Store> Session<'_, S> {
                     },
                 };
                 let (mine, theirs) = self.claims[k].clone();
+                let and_claim = matches!(op, Op::CompleteAndClaim(..));
+                let call = if and_claim {
+                    "complete_and_claim"
+                } else {
+                    "complete"
+                };
                 let what = format!(
-                    "{at}: complete claim #{k} (job {}, target {}, token {}) with {result:?}",
+                    "{at}: {call} claim #{k} (job {}, target {}, token {}) with {result:?}",
                     mine.job, mine.index, mine.token
                 );
-                let expected = self.reference.complete(&mine, result.clone(), now);
-                let got = match self
-                    .store
-                    .complete(&theirs, result, now)
-                    .await
-                    .map_err(|e| failed("complete", e))?
-                {
+                let ((expected, expected_next), (got, got_next)) = if and_claim {
+                    (
+                        self.reference
+                            .complete_and_claim(&mine, result.clone(), now),
+                        self.store
+                            .complete_and_claim(&theirs, result, now)
+                            .await
+                            .map_err(|e| failed(call, e))?,
+                    )
+                } else {
+                    (
+                        (self.reference.complete(&mine, result.clone(), now), None),
+                        (
+                            self.store
+                                .complete(&theirs, result, now)
+                                .await
+                                .map_err(|e| failed(call, e))?,
+                            None,
+                        ),
+                    )
+                };
+                let got = match got {
                     store::Completion::Stored {
                         bytes,
                         ended,
@@ -604,7 +605,12 @@ impl<S: Store> Session<'_, S> {
                     store::Completion::Stale => Completion::Stale,
                     other => return Err(format!("{at}: an unknown completion {other:?}")),
                 };
-                self.compare(what, Answer::Completion(expected), Answer::Completion(got))
+                self.compare(what, Answer::Completion(expected), Answer::Completion(got))?;
+                if and_claim {
+                    let what = format!("{at}: … and its claim");
+                    self.claimed(&at, what, expected_next, got_next, now)?;
+                }
+                Ok(())
             }
             Op::RetryLater(pick, wait_ms) => {
                 let Some(k) = self.pick_claim(*pick) else {
@@ -734,6 +740,39 @@ impl<S: Store> Session<'_, S> {
                 ));
             }
             passed_by.push(claimed);
+        }
+        Ok(())
+    }
+
+    /// Compares a claim's answers (`what`), checks the reference's fairness bound and the
+    /// store's token order, and keeps the claim for later calls.
+    fn claimed(
+        &mut self,
+        at: &str,
+        what: String,
+        expected: Option<Claim>,
+        got: Option<store::Claim>,
+        now: Timestamp,
+    ) -> Result<(), String> {
+        if let Some(mine) = &expected {
+            self.fairness(at, mine.job, now)?;
+        }
+        let answer = got.as_ref().map(|c| self.granted(c));
+        self.compare(
+            what,
+            Answer::Claim(expected.as_ref().map(Granted::from)),
+            Answer::Claim(answer),
+        )?;
+        if let (Some(mine), Some(theirs)) = (expected, got) {
+            let last = self.history.last_token;
+            if last.is_some_and(|last| theirs.token <= last) {
+                return Err(format!(
+                    "{at}: the store's token {} does not follow its last, {last:?}",
+                    theirs.token
+                ));
+            }
+            self.history.last_token = Some(theirs.token);
+            self.claims.push((mine, theirs));
         }
         Ok(())
     }

@@ -94,6 +94,8 @@ pub enum Op {
     Renew(ClaimPick),
     /// `complete` a claim with a result.
     Complete(ClaimPick, Outcome),
+    /// `complete_and_claim`: `complete` a claim, and maybe claim another job in the same step.
+    CompleteAndClaim(ClaimPick, Outcome),
     /// `retry_later` a claim, ready again `wait_ms` from now, first busy at the claim's own
     /// `busy_since` or now (what the runner passes).
     RetryLater(ClaimPick, u64),
@@ -183,7 +185,8 @@ pub fn op() -> impl Strategy<Value = Op> {
         8 => submit,
         10 => Just(Op::Claim),
         2 => claim_pick().prop_map(Op::Renew),
-        8 => (claim_pick(), outcome()).prop_map(|(c, o)| Op::Complete(c, o)),
+        6 => (claim_pick(), outcome()).prop_map(|(c, o)| Op::Complete(c, o)),
+        4 => (claim_pick(), outcome()).prop_map(|(c, o)| Op::CompleteAndClaim(c, o)),
         3 => (claim_pick(), millis()).prop_map(|(c, ms)| Op::RetryLater(c, ms)),
         2 => claim_pick().prop_map(Op::Release),
         2 => job_pick().prop_map(Op::Cancel),

@@ -60,6 +60,9 @@ pub struct Rules {
     /// `recover` frees every claim (a store owned by one process); otherwise it leaves them
     /// to their leases (a shared store).
     pub recover_frees_claims: bool,
+    /// `complete_and_claim` also claims (the PostgreSQL store); otherwise it only stores (the
+    /// trait's default).
+    pub claims_with_complete: bool,
 }
 
 /// [`lockgate_batch::store::Submitted`], as the reference answers it.
@@ -431,6 +434,30 @@ impl Reference {
     /// As [`Store::claim`](lockgate_batch::store::Store::claim): takes back lapsed claims, then
     /// claims the ready job served longest ago.
     pub fn claim(&mut self, now: Timestamp) -> Option<Claim> {
+        self.claim_other_than(now, None)
+    }
+
+    /// As [`Store::complete_and_claim`](lockgate_batch::store::Store::complete_and_claim):
+    /// stores as [`complete`](Self::complete), then, under rules that say so and unless the
+    /// claim was stale, claims as [`claim`](Self::claim) among the other jobs.
+    pub fn complete_and_claim(
+        &mut self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> (Completion, Option<Claim>) {
+        let completion = self.complete(claim, result, now);
+        let next = match completion {
+            Completion::Stored { .. } if self.rules.claims_with_complete => {
+                self.claim_other_than(now, Some(claim.job))
+            }
+            _ => None,
+        };
+        (completion, next)
+    }
+
+    /// [`claim`](Self::claim), never of job `other_than`.
+    fn claim_other_than(&mut self, now: Timestamp, other_than: Option<JobId>) -> Option<Claim> {
         let mut lapsed: Vec<(Timestamp, usize)> = self
             .jobs
             .iter()
@@ -447,7 +474,7 @@ impl Reference {
             self.end_claim(i, retry_at);
         }
         let i = (0..self.jobs.len())
-            .filter(|&i| self.jobs[i].ready(now))
+            .filter(|&i| self.jobs[i].ready(now) && Some(self.jobs[i].id) != other_than)
             .min_by_key(|&i| self.jobs[i].served)?;
         self.last_token += 1;
         let token = self.last_token;

@@ -10,8 +10,9 @@
 
 use std::sync::Arc;
 
-use lockgate_batch::store::Store;
 use lockgate_batch::store::StoreWrapper;
+use lockgate_batch::store::{Claim, Completion, Store, Timestamp};
+use lockgate_batch::{StoreError, TargetState};
 
 /// A store whose every call blocks its caller's thread until done.
 pub struct Frozen<S> {
@@ -75,5 +76,19 @@ impl<S: Store> StoreWrapper for Frozen<S> {
 
     fn changed(&self) -> impl Future<Output = ()> + Send {
         std::future::pending()
+    }
+
+    // `Frozen` changes no call, so the inner store's combined call is its own.
+    fn complete_and_claim(
+        &self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> impl Future<Output = Result<(Completion, Option<Claim>), StoreError>> + Send {
+        self.around(S::complete_and_claim(&self.store, claim, result, now))
+    }
+
+    fn claims_with_complete(&self) -> bool {
+        S::claims_with_complete(&self.store)
     }
 }

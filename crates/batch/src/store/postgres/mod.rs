@@ -198,6 +198,21 @@ impl PostgresStore {
         Ok(tx)
     }
 
+    /// Keeps what a store statement left for later (its progress note, the total it saw)
+    /// and answers its completion.
+    fn stored(&self, claim: &Claim, stored: queries::Stored) -> Completion {
+        if let Some(note) = stored.note {
+            self.notes.push(claim.job, note);
+        } else if let Completion::Stored { ended: Some(_), .. } = stored.completion {
+            // Its end went out inside the statement: an older note would only trail it.
+            self.notes.forget(claim.job);
+        }
+        if let Some(bytes) = stored.total_bytes {
+            self.stored_total.set(bytes);
+        }
+        stored.completion
+    }
+
     /// Default options, to change before connecting.
     pub fn options() -> PostgresOptions {
         PostgresOptions::default()
@@ -297,6 +312,11 @@ impl Store for PostgresStore {
         Some(self.lease_ttl)
     }
 
+    /// `true`: a claim is a round trip and a commit, which the store statement can carry.
+    fn claims_with_complete(&self) -> bool {
+        true
+    }
+
     async fn recover(&self, _now: Timestamp) -> Result<usize, StoreError> {
         // Claims out belong to other replicas (or a dead one): their leases decide.
         transaction!(self, |tx| queries::live_jobs(&tx))
@@ -368,16 +388,40 @@ impl Store for PostgresStore {
             result,
             now
         ))?;
-        if let Some(note) = stored.note {
-            self.notes.push(claim.job, note);
-        } else if let Completion::Stored { ended: Some(_), .. } = stored.completion {
-            // Its end went out inside the statement: an older note would only trail it.
-            self.notes.forget(claim.job);
-        }
-        if let Some(bytes) = stored.total_bytes {
-            self.stored_total.set(bytes);
-        }
-        Ok(stored.completion)
+        Ok(self.stored(claim, stored))
+    }
+
+    async fn complete_and_claim(
+        &self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> Result<(Completion, Option<Claim>), StoreError> {
+        self.wakeups.claiming();
+        let notes = self.notes.sending();
+        let answered = one_statement!(self, |c| queries::complete_and_claim(
+            c,
+            &self.channel,
+            claim,
+            result,
+            now,
+            self.lease_ttl,
+            notes.payloads()
+        ));
+        let (stored, next) = match answered {
+            Ok(((stored, next), _client)) => {
+                notes.settle();
+                (stored, next)
+            }
+            Err(err) => {
+                // As in `claim`: a lost connection puts the notes back.
+                if !matches!(err, StoreError::Unavailable(_)) {
+                    notes.settle();
+                }
+                return Err(err);
+            }
+        };
+        Ok((self.stored(claim, stored), next))
     }
 
     async fn retry_later(

@@ -293,7 +293,7 @@ pub(super) async fn submit(
 /// would be taken by its old stamp, ahead of jobs that had waited longer. The sub-select
 /// reads the snapshot's stamp, the re-check the newest one: a row whose stamp moved is
 /// skipped, and the job waits its turn. The target is joined on the picked (newest) `next`,
-/// not on `j.next`, which the `UPDATE` reads from the snapshot: a lapsed claim's holder that
+/// not on `cj.next`, which the `UPDATE` reads from the snapshot: a lapsed claim's holder that
 /// stores its target meanwhile moves `next`, and the join would then match nothing, an empty
 /// claim while holding the job. `minted` draws the token and the stamp right after the lock,
 /// so token order follows the order in which claims took their jobs as closely as one
@@ -315,41 +315,116 @@ pub(super) async fn submit(
 /// reads every entry of the index, the dead ones every claim leaves included, and sorts.
 fn claim_sql() -> &'static str {
     static SQL: LazyLock<String> = LazyLock::new(|| {
+        let claim = claim_ctes(&ClaimParams {
+            now: "$1",
+            lease: "$2",
+            channel: "$3",
+            notes: "$4",
+            relaxed: true,
+            also: "",
+        });
         format!(
-            "WITH pick AS (
-                 SELECT id, next, in_flight IS NOT NULL AS rescued, status = 'queued' AS started
-                 FROM jobs
-                 WHERE {LIVE} AND {HAS_WORK}
-                   AND (in_flight IS NULL OR lease_until <= {SERVER_NOW})
-                   AND (retry_at IS NULL OR retry_at <= $1)
-                   AND served = (SELECT seen.served FROM jobs AS seen WHERE seen.id = jobs.id)
-                 {ROTATION} LIMIT 1
-                 FOR UPDATE SKIP LOCKED),
-             minted AS (
-                 SELECT id, next, rescued, started, nextval('claim_tokens') AS token,
-                     nextval('serves') AS stamp
-                 FROM pick),
-             relaxed AS (SELECT set_config('synchronous_commit', 'off', TRUE)),
-             claimed AS (
-                 UPDATE jobs AS j SET in_flight = pick.token,
-                     lease_until = {SERVER_NOW} + $2, rescue = FALSE, retry_at = NULL,
-                     status = 'running', served = pick.stamp,
-                     updated = CASE WHEN pick.started THEN $1 ELSE j.updated END
-                 FROM minted AS pick, relaxed, targets AS t
-                 WHERE j.id = pick.id AND t.job = pick.id AND t.idx = pick.next
-                 RETURNING j.id, j.caller, j.next, j.busy_since, j.in_flight, j.total, j.done,
-                     j.failed, pick.rescued, pick.started, t.target),
-             started AS (
-                 SELECT pg_notify($3, 'p ' || id || ' running ' || (total - done - failed) || ' '
-                     || done || ' ' || failed)
-                 FROM claimed WHERE started),
-             notes AS (SELECT pg_notify($3, note) FROM unnest($4::TEXT[]) AS note)
-             SELECT c.id, c.caller, c.next, c.busy_since, c.in_flight, c.rescued, c.started,
-                 c.target, (SELECT COUNT(*) FROM started), (SELECT COUNT(*) FROM notes)
+            "WITH {claim}
+             SELECT {CLAIM_COLUMNS}
              FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON TRUE"
         )
     });
     &SQL
+}
+
+/// The placeholders and options of [`claim_ctes`].
+struct ClaimParams {
+    now: &'static str,
+    lease: &'static str,
+    channel: &'static str,
+    notes: &'static str,
+    /// Whether the claim's transaction commits [`relaxed`]: not when a store shares it.
+    relaxed: bool,
+    /// More conditions on the picked job (`AND …`).
+    also: &'static str,
+}
+
+/// The claim's common table expressions (`pick`, `minted`, `claimed`, `started`, `notes`),
+/// shared by [`claim_sql`] and [`complete_and_claim_sql`]; [`CLAIM_COLUMNS`] reads them.
+fn claim_ctes(p: &ClaimParams) -> String {
+    let ClaimParams {
+        now,
+        lease,
+        channel,
+        notes,
+        relaxed,
+        also,
+    } = p;
+    let (relaxed_cte, relaxed_from) = if *relaxed {
+        (
+            "relaxed AS (SELECT set_config('synchronous_commit', 'off', TRUE)),",
+            ", relaxed",
+        )
+    } else {
+        ("", "")
+    };
+    format!(
+        "pick AS (
+             SELECT id, next, in_flight IS NOT NULL AS rescued, status = 'queued' AS started
+             FROM jobs
+             WHERE {LIVE} AND {HAS_WORK}
+               AND (in_flight IS NULL OR lease_until <= {SERVER_NOW})
+               AND (retry_at IS NULL OR retry_at <= {now})
+               AND served = (SELECT seen.served FROM jobs AS seen WHERE seen.id = jobs.id)
+               {also}
+             {ROTATION} LIMIT 1
+             FOR UPDATE SKIP LOCKED),
+         minted AS (
+             SELECT id, next, rescued, started, nextval('claim_tokens') AS token,
+                 nextval('serves') AS stamp
+             FROM pick),
+         {relaxed_cte}
+         claimed AS (
+             UPDATE jobs AS cj SET in_flight = pick.token,
+                 lease_until = {SERVER_NOW} + {lease}, rescue = FALSE, retry_at = NULL,
+                 status = 'running', served = pick.stamp,
+                 updated = CASE WHEN pick.started THEN {now} ELSE cj.updated END
+             FROM minted AS pick{relaxed_from}, targets AS ct
+             WHERE cj.id = pick.id AND ct.job = pick.id AND ct.idx = pick.next
+             RETURNING cj.id, cj.caller, cj.next, cj.busy_since, cj.in_flight, cj.total, cj.done,
+                 cj.failed, pick.rescued, pick.started, ct.target),
+         started AS (
+             SELECT pg_notify({channel}, 'p ' || id || ' running ' || (total - done - failed)
+                 || ' ' || done || ' ' || failed)
+             FROM claimed WHERE started),
+         notes AS (SELECT pg_notify({channel}, note) FROM unnest({notes}::TEXT[]) AS note)"
+    )
+}
+
+/// What [`claim_ctes`] answers, as columns of a select over `claimed AS c` (all `NULL` when
+/// nothing was claimed); [`claimed_from_row`] reads them. The counts make the side-effect
+/// CTEs run: PostgreSQL skips a `SELECT` CTE that nothing reads.
+const CLAIM_COLUMNS: &str = "c.id, c.caller, c.next, c.busy_since, c.in_flight, c.rescued, \
+     c.started, c.target, (SELECT COUNT(*) FROM started), (SELECT COUNT(*) FROM notes)";
+
+/// The claim in [`CLAIM_COLUMNS`] starting at column `at`, if one was made.
+fn claimed_from_row(row: &Row, at: usize) -> Option<Claim> {
+    let id = row.get::<_, Option<i64>>(at)?;
+    let caller: String = row.get(at + 1);
+    let index: i32 = row.get(at + 2);
+    let busy_since: Option<i64> = row.get(at + 3);
+    let token: i64 = row.get(at + 4);
+    let rescued: bool = row.get(at + 5);
+    let started: bool = row.get(at + 6);
+    let target: String = row.get(at + 7);
+    if rescued {
+        tracing::warn!(job = id, "claim lease lapsed; the target is claimed again");
+    }
+    Some(Claim {
+        job: JobId::new(id as u64),
+        caller: Caller::new(caller),
+        index: index as usize,
+        target_json: Arc::from(target),
+        token: token as u64,
+        busy_since: busy_since.map(from_sql),
+        rescued,
+        started,
+    })
 }
 
 /// Claims the next target by the rotation, in one statement ([`claim_sql`]) that also sends
@@ -365,32 +440,8 @@ pub(super) async fn claim<C: GenericClient>(
     let params: [&(dyn ToSql + Sync); 4] = [&now, &micros(lease), &channel, &notes];
     // The statement answers one row, all `NULL` when it claimed nothing (no row at all would
     // mean the same).
-    let Some(row) = query_opt_on(client, claim_sql(), &params).await? else {
-        return Ok(None);
-    };
-    let Some(id) = row.get::<_, Option<i64>>(0) else {
-        return Ok(None);
-    };
-    let caller: String = row.get(1);
-    let index: i32 = row.get(2);
-    let busy_since: Option<i64> = row.get(3);
-    let token: i64 = row.get(4);
-    let rescued: bool = row.get(5);
-    let started: bool = row.get(6);
-    let target: String = row.get(7);
-    if rescued {
-        tracing::warn!(job = id, "claim lease lapsed; the target is claimed again");
-    }
-    Ok(Some(Claim {
-        job: JobId::new(id as u64),
-        caller: Caller::new(caller),
-        index: index as usize,
-        target_json: Arc::from(target),
-        token: token as u64,
-        busy_since: busy_since.map(from_sql),
-        rescued,
-        started,
-    }))
+    let row = query_opt_on(client, claim_sql(), &params).await?;
+    Ok(row.and_then(|row| claimed_from_row(&row, 0)))
 }
 
 pub(super) async fn renew(tx: &Transaction<'_>, claim: &Claim, lease: Duration) -> Result<bool> {
@@ -472,32 +523,86 @@ async fn end_claim(
 fn complete_sql() -> &'static str {
     static SQL: LazyLock<String> = LazyLock::new(|| {
         format!(
-            "WITH j AS (
-                 UPDATE jobs SET next = next + 1, done = done + $3, failed = failed + $4,
-                     busy_since = NULL, bytes = bytes + $5, updated = $6,
-                     in_flight = NULL, lease_until = NULL, retry_at = NULL,
-                     status = CASE WHEN {LIVE} AND next + 1 = total THEN {SETTLED}
-                                   ELSE status END,
-                     touch_seq = CASE WHEN {LIVE} AND next + 1 < total THEN touch_seq
-                                      ELSE nextval('touches') END,
-                     touched = CASE WHEN {LIVE} AND next + 1 < total THEN touched ELSE $6 END
-                 WHERE id = $1 AND in_flight = $2
-                 RETURNING id, status, next, total, done, failed, created),
-             t AS (
-                 UPDATE targets SET state = $7, output = $8, error = $9, hint = $10
-                 FROM j WHERE targets.job = j.id AND targets.idx = j.next - 1
-                 RETURNING 1),
-             over AS (
-                 SELECT pg_notify($11, 'p ' || id || ' ' || status || ' '
-                     || (total - done - failed) || ' ' || done || ' ' || failed || ' '
-                     || (next - 1) || ' ' || $12)
-                 FROM j WHERE NOT ({LIVE}))
-             SELECT status, next, total, done, failed, created,
-                 (SELECT COUNT(*) FROM t), (SELECT COUNT(*) FROM over),
-                 CASE WHEN status IN ('done', 'failed', 'partial')
-                      THEN (SELECT COUNT(*) FROM jobs WHERE {LIVE}) - 1 END,
-                 {STORED_BYTES} + $5
-             FROM j"
+            "WITH {}
+             SELECT {} FROM j",
+            store_ctes(),
+            store_columns()
+        )
+    });
+    &SQL
+}
+
+/// The store's common table expressions (`j`, `t`, `over`), shared by [`complete_sql`] and
+/// [`complete_and_claim_sql`], with the placeholders `$1`–`$12` of [`complete_sql`];
+/// [`store_columns`] reads them.
+fn store_ctes() -> &'static str {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "j AS (
+         UPDATE jobs SET next = next + 1, done = done + $3, failed = failed + $4,
+             busy_since = NULL, bytes = bytes + $5, updated = $6,
+             in_flight = NULL, lease_until = NULL, retry_at = NULL,
+             status = CASE WHEN {LIVE} AND next + 1 = total THEN {SETTLED}
+                           ELSE status END,
+             touch_seq = CASE WHEN {LIVE} AND next + 1 < total THEN touch_seq
+                              ELSE nextval('touches') END,
+             touched = CASE WHEN {LIVE} AND next + 1 < total THEN touched ELSE $6 END
+         WHERE id = $1 AND in_flight = $2
+         RETURNING id, status, next, total, done, failed, created),
+     t AS (
+         UPDATE targets SET state = $7, output = $8, error = $9, hint = $10
+         FROM j WHERE targets.job = j.id AND targets.idx = j.next - 1
+         RETURNING 1),
+     over AS (
+         SELECT pg_notify($11, 'p ' || id || ' ' || status || ' '
+             || (total - done - failed) || ' ' || done || ' ' || failed || ' '
+             || (next - 1) || ' ' || $12)
+         FROM j WHERE NOT ({LIVE}))"
+        )
+    });
+    &SQL
+}
+
+/// What [`store_ctes`] answers, as columns of a select over `j` (all `NULL` for a stale
+/// claim when `j` is outer-joined); [`stored_from_row`] reads them.
+fn store_columns() -> &'static str {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "j.status, j.next, j.total, j.done, j.failed, j.created,
+     (SELECT COUNT(*) FROM t), (SELECT COUNT(*) FROM over),
+     CASE WHEN j.status IN ('done', 'failed', 'partial')
+          THEN (SELECT COUNT(*) FROM jobs WHERE {LIVE}) - 1 END,
+     {STORED_BYTES} + $5"
+        )
+    });
+    &SQL
+}
+
+/// How many columns [`store_columns`] has.
+const STORE_WIDTH: usize = 10;
+
+/// The store statement and a claim in one ([`complete_and_claim`]): [`store_ctes`], then
+/// [`claim_ctes`] with the store's `now` (`$6`) and channel (`$11`), the lease `$13` and the
+/// notes `$14`, picking only when the store matched its claim (`EXISTS (SELECT 1 FROM j)`: a
+/// stale claim's call claims nothing) and never the stored job itself (`id <> $1`: two
+/// updates of one row in one statement are not allowed, and the pick's snapshot still sees
+/// that job's claim out anyway). The claim commits with the store, as durably.
+fn complete_and_claim_sql() -> &'static str {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        let claim = claim_ctes(&ClaimParams {
+            now: "$6",
+            lease: "$13",
+            channel: "$11",
+            notes: "$14",
+            relaxed: false,
+            also: "AND id <> $1 AND EXISTS (SELECT 1 FROM j)",
+        });
+        format!(
+            "WITH {}, {claim}
+             SELECT {}, {CLAIM_COLUMNS}
+             FROM (SELECT 1) AS one LEFT JOIN j ON TRUE LEFT JOIN claimed AS c ON TRUE",
+            store_ctes(),
+            store_columns()
         )
     });
     &SQL
@@ -518,63 +623,80 @@ pub(super) struct Stored {
     pub(super) total_bytes: Option<u64>,
 }
 
-/// Stores a claimed target's result in one statement ([`complete_sql`]).
-pub(super) async fn complete<C: GenericClient>(
-    client: &C,
-    channel: &str,
-    claim: &Claim,
-    result: TargetState,
-    now: Timestamp,
-) -> Result<Stored> {
-    let bytes = result.stored_bytes();
-    let (state, output, error, hint) = result
-        .to_columns()
-        .ok_or_else(|| PostgresError::InvalidRow("a pending result cannot be stored".into()))?;
-    let id = claim.job.get() as i64;
-    let outcome = if state == "done" {
-        TargetOutcome::Done
-    } else {
-        TargetOutcome::Failed
-    };
-    let letter = match outcome {
-        TargetOutcome::Done => "d",
-        TargetOutcome::Failed => "f",
-    };
-    let params: [&(dyn ToSql + Sync); 12] = [
-        &id,
-        &(claim.token as i64),
-        &i32::from(state == "done"),
-        &i32::from(state == "failed"),
-        &(bytes as i64),
-        &to_sql(now),
-        &state,
-        &output,
-        &error,
-        &hint,
-        &channel,
-        &letter,
-    ];
-    let Some(row) = query_opt_on(client, complete_sql(), &params).await? else {
+/// A result's columns for the store statement, and what reading its answer needs.
+struct StoreArgs<'a> {
+    id: i64,
+    token: i64,
+    done: i32,
+    failed: i32,
+    bytes: i64,
+    now: i64,
+    state: &'static str,
+    output: Option<&'a str>,
+    error: Option<&'a str>,
+    hint: Option<&'a str>,
+    outcome: TargetOutcome,
+}
+
+impl<'a> StoreArgs<'a> {
+    fn new(claim: &Claim, result: &'a TargetState, now: Timestamp) -> Result<Self> {
+        let (state, output, error, hint) = result
+            .to_columns()
+            .ok_or_else(|| PostgresError::InvalidRow("a pending result cannot be stored".into()))?;
+        let outcome = if state == "done" {
+            TargetOutcome::Done
+        } else {
+            TargetOutcome::Failed
+        };
+        Ok(Self {
+            id: claim.job.get() as i64,
+            token: claim.token as i64,
+            done: i32::from(state == "done"),
+            failed: i32::from(state == "failed"),
+            bytes: result.stored_bytes() as i64,
+            now: to_sql(now),
+            state,
+            output,
+            error,
+            hint,
+            outcome,
+        })
+    }
+
+    fn letter(&self) -> &'static str {
+        match self.outcome {
+            TargetOutcome::Done => "d",
+            TargetOutcome::Failed => "f",
+        }
+    }
+}
+
+/// The answer of [`store_columns`] starting at column `at`: a stale claim when `j` matched
+/// no row.
+fn stored_from_row(row: &Row, at: usize, claim: &Claim, args: &StoreArgs<'_>) -> Result<Stored> {
+    let Some(status) = row.get::<_, Option<&str>>(at) else {
         return Ok(Stored {
             completion: Completion::Stale,
             note: None,
             total_bytes: None,
         });
     };
-    let status = parse_status(row.get(0))?;
-    let next: i32 = row.get(1);
-    let counts = counts(row.get(2), row.get(3), row.get(4));
-    let created: i64 = row.get(5);
-    if row.get::<_, i64>(6) != 1 {
+    let status = parse_status(status)?;
+    let id = args.id;
+    let next: i32 = row.get(at + 1);
+    let counts = counts(row.get(at + 2), row.get(at + 3), row.get(at + 4));
+    let created: i64 = row.get(at + 5);
+    if row.get::<_, i64>(at + 6) != 1 {
         return Err(PostgresError::InvalidRow(format!(
             "job {id} has no target {}",
             next - 1
         )));
     }
-    let live_after: Option<i64> = row.get(8);
+    let live_after: Option<i64> = row.get(at + 8);
     // A negative sum cannot happen; if it did, the budget check reads the table itself.
-    let total_bytes = u64::try_from(row.get::<_, i64>(9)).ok();
-    let progress = Progress::new(status, counts, Some(((next - 1) as usize, outcome)));
+    let total_bytes = u64::try_from(row.get::<_, i64>(at + 9)).ok();
+    let now = from_sql(args.now);
+    let progress = Progress::new(status, counts, Some(((next - 1) as usize, args.outcome)));
     let ended = live_after.map(|live| Ended {
         job: claim.job,
         status,
@@ -587,13 +709,86 @@ pub(super) async fn complete<C: GenericClient>(
         .then(|| Note::new(false, id, progress).payload());
     Ok(Stored {
         completion: Completion::Stored {
-            bytes,
+            bytes: args.bytes as u64,
             ended,
             progress,
         },
         note,
         total_bytes,
     })
+}
+
+/// Stores a claimed target's result in one statement ([`complete_sql`]).
+pub(super) async fn complete<C: GenericClient>(
+    client: &C,
+    channel: &str,
+    claim: &Claim,
+    result: TargetState,
+    now: Timestamp,
+) -> Result<Stored> {
+    let args = StoreArgs::new(claim, &result, now)?;
+    let letter = args.letter();
+    let params: [&(dyn ToSql + Sync); 12] = [
+        &args.id,
+        &args.token,
+        &args.done,
+        &args.failed,
+        &args.bytes,
+        &args.now,
+        &args.state,
+        &args.output,
+        &args.error,
+        &args.hint,
+        &channel,
+        &letter,
+    ];
+    match query_opt_on(client, complete_sql(), &params).await? {
+        Some(row) => stored_from_row(&row, 0, claim, &args),
+        None => Ok(Stored {
+            completion: Completion::Stale,
+            note: None,
+            total_bytes: None,
+        }),
+    }
+}
+
+/// Stores a claimed target's result and claims the next target by the rotation, in one
+/// statement ([`complete_and_claim_sql`]) that also sends `notes`. The claim is `None` when
+/// the store was stale or no other job was claimable in the statement's snapshot.
+pub(super) async fn complete_and_claim<C: GenericClient>(
+    client: &C,
+    channel: &str,
+    claim: &Claim,
+    result: TargetState,
+    now: Timestamp,
+    lease: Duration,
+    notes: &[String],
+) -> Result<(Stored, Option<Claim>)> {
+    let args = StoreArgs::new(claim, &result, now)?;
+    let letter = args.letter();
+    let lease = micros(lease);
+    let params: [&(dyn ToSql + Sync); 14] = [
+        &args.id,
+        &args.token,
+        &args.done,
+        &args.failed,
+        &args.bytes,
+        &args.now,
+        &args.state,
+        &args.output,
+        &args.error,
+        &args.hint,
+        &channel,
+        &letter,
+        &lease,
+        &notes,
+    ];
+    // One row always: `j` and `claimed` are outer-joined to it.
+    let row = query_opt_on(client, complete_and_claim_sql(), &params)
+        .await?
+        .ok_or_else(|| PostgresError::InvalidRow("the store-and-claim answered no row".into()))?;
+    let stored = stored_from_row(&row, 0, claim, &args)?;
+    Ok((stored, claimed_from_row(&row, STORE_WIDTH)))
 }
 
 /// Lets the running transaction commit without waiting for its commit record to reach the

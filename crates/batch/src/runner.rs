@@ -3,7 +3,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -43,6 +43,10 @@ pub(crate) struct Shared<T, O> {
     pub(crate) in_flight: InFlight,
     /// Workers between a failed claim and their wake-up (see `worker::Idle`).
     pub(crate) idle: AtomicUsize,
+    /// Moves on every cancel this runner learns of (its own, once stored; another runner's,
+    /// from the store's events; or a gap in those events), so that a worker holding a claim
+    /// ahead checks that its job is still live before it fetches (`worker.rs`, step 7).
+    pub(crate) cancels: AtomicU64,
     /// Watched jobs, fed by the workers, cancels and the store's events (`watch.rs`).
     pub(crate) watchers: Arc<Watchers>,
     _types: PhantomData<fn(T) -> O>,
@@ -136,6 +140,7 @@ where
             hooks,
             in_flight: InFlight::new(),
             idle: AtomicUsize::new(0),
+            cancels: AtomicU64::new(0),
             watchers: Arc::default(),
             _types: PhantomData,
             config,
@@ -407,6 +412,8 @@ where
         match outcome {
             CancelOutcome::Cancelled(ended) => {
                 debug_assert_eq!(ended.status, JobStatus::Cancelled);
+                // After the store's change: a claim held ahead from before it sees the move.
+                self.shared.cancels.fetch_add(1, Ordering::SeqCst);
                 let progress = Progress::new(JobStatus::Cancelled, ended.counts, None);
                 self.shared.watchers.publish(id, progress);
                 self.shared.report_end(id, ended);
@@ -459,8 +466,14 @@ async fn forward_events<T, O>(
             () = shared.shutdown.cancelled() => return,
         };
         match event {
-            Ok(StoreEvent::Progress { job, progress }) => shared.watchers.publish(job, progress),
+            Ok(StoreEvent::Progress { job, progress }) => {
+                if progress.status == JobStatus::Cancelled {
+                    shared.cancels.fetch_add(1, Ordering::SeqCst);
+                }
+                shared.watchers.publish(job, progress);
+            }
             Ok(_) | Err(RecvError::Lagged(_)) => {
+                shared.cancels.fetch_add(1, Ordering::SeqCst); // a cancel may be among the lost
                 for (job, caller) in shared.watchers.snapshot() {
                     match shared.store.summary(job, &caller).await {
                         Ok(Some(summary)) => shared.watchers.publish(job, summary.progress()),

@@ -51,8 +51,12 @@
 //!    claiming beside it. A claim ahead that found nothing pauses claiming ahead as an
 //!    overlapping claim that found nothing pauses step 6. A claim held ahead longer than a
 //!    heartbeat's interval is renewed before its fetch (and dropped if its lease is lost);
-//!    at close it is released unfetched, its target pending for the next runner. A worker
-//!    thus holds up to three claims: one being stored, one fetched, one ahead.
+//!    one whose job may have been cancelled since it was asked for (the runner counts the
+//!    cancels it learns of, its own and, through the store's events, other runners') is
+//!    checked against the store and released if the job is no longer live, so no target
+//!    starts after a cancel through this runner returned; at close it is released
+//!    unfetched, its target pending for the next runner. A worker thus holds up to three
+//!    claims: one being stored, one fetched, one ahead.
 
 use std::pin::{Pin, pin};
 use std::sync::Arc;
@@ -132,7 +136,7 @@ where
         let claim = match pipe.ahead.take() {
             Some(next) => match next.keep(&shared, &*store).await {
                 Some(claim) => Some(claim),
-                None => continue, // its lease was lost: claim afresh
+                None => continue, // its job was cancelled or its lease lost: claim afresh
             },
             None => {
                 let overlapping = finishing.is_some();
@@ -291,16 +295,29 @@ impl Pipeline {
     }
 }
 
-/// A claim a finish took ahead (step 7), and when it arrived.
+/// A claim a finish took ahead (step 7), when it arrived, and [`Shared::cancels`] as it was
+/// before the claim was asked for.
 struct Ahead {
     claim: Claim,
     at: Timestamp,
+    cancels: u64,
 }
 
 impl Ahead {
-    /// The claim to fetch now: renewed first if it waited a heartbeat's interval, `None`
-    /// if its lease was lost meanwhile.
+    /// The claim to fetch now; `None` if its job was cancelled meanwhile (the claim is then
+    /// released: no target of a cancelled job starts) or its lease was lost. Its job is read
+    /// again only if a cancel came since the claim was asked for, and the claim renewed
+    /// first only if it waited a heartbeat's interval.
     async fn keep<T, O, S: Store>(self, shared: &Shared<T, O>, store: &S) -> Option<Claim> {
+        if shared.cancels.load(Ordering::SeqCst) != self.cancels {
+            let claim = &self.claim;
+            let read = store_call(shared, || store.summary(claim.job, &claim.caller)).await?;
+            if !read.is_some_and(|job| job.status.is_live()) {
+                let now = shared.clock.now();
+                let _ = store_call(shared, || store.release(claim, now)).await;
+                return None;
+            }
+        }
         let Some(ttl) = store.lease_ttl() else {
             return Some(self.claim);
         };
@@ -348,6 +365,8 @@ where
     S: Store,
 {
     let shared = worker.shared;
+    // Read before the claim is asked for: a cancel stored after this moves it (`Ahead`).
+    let cancels = shared.cancels.load(Ordering::SeqCst);
     let next = match round {
         Round::Store {
             claim,
@@ -370,6 +389,7 @@ where
     Some(next.map(|claim| Ahead {
         claim,
         at: shared.clock.now(),
+        cancels,
     }))
 }
 

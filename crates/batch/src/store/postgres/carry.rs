@@ -5,7 +5,11 @@
 //!   lock through the flush to disk). A claim statement of the same process sends them all,
 //!   the first to run at least [`PostgresOptions::progress_interval`] after the last that sent
 //!   any (a worker claims its next target while it stores the last one; an idle one claims
-//!   at least every poll interval). Every `NOTIFY` wakes the listening connection of every replica, so
+//!   at least every poll interval). A claim that rides on a store statement
+//!   (`complete_and_claim`, most claims of a busy worker) sends them too: its commit waits
+//!   for the disk, so the notify lock is then held through one flush, at most once per
+//!   interval per process, where leaving the notes to plain claims would hold them back for
+//!   as long as the workers stay busy. Every `NOTIFY` wakes the listening connection of every replica, so
 //!   sending one per stored target cost each replica work per target of all the others
 //!   (the flat scaling measured in `docs/batch.md`); a job's progress only ever needs its
 //!   newest note. A job that ends drops its pending note (its end is announced inside the

@@ -21,14 +21,14 @@
 //!   listener (`listen.rs`) turns each into a [`StoreEvent`](crate::store::StoreEvent). A
 //!   stored target of a job that goes on is announced *after* its commit, newest per job, by
 //!   one of the same process's claim statements at most every `progress_interval`
-//!   ([`claim_sql`], [`Stored::note`], `carry.rs`); everything else inside its transaction
-//!   (delivered at commit).
+//!   ([`claim_sql`], [`complete_and_claim_sql`], [`Stored::note`], `carry.rs`); everything
+//!   else inside its transaction (delivered at commit).
 //! - **Durability where it is owed.** PostgreSQL serializes the commits of transactions that
 //!   sent `NOTIFY`, flush to disk included; and a claim, a renewal, a busy retry or a release
 //!   lost in a server crash loses no result (the lease and the fencing token make it good).
 //!   So those commit [`relaxed`] (`synchronous_commit` off for that transaction), while
 //!   `submit`, `complete`, `cancel`, `touch` and eviction wait for the disk as the server is
-//!   configured to.
+//!   configured to; a claim made by [`complete_and_claim`] commits with its store.
 //! - `submit` and `evict_oldest` take a transaction-level advisory lock each, so `max_live_jobs`
 //!   and the byte budget hold across replicas.
 

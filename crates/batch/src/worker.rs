@@ -373,11 +373,8 @@ where
             fetched,
             claim_ahead,
         } => {
-            let next = store_result(worker, claim, fetched, claim_ahead).await;
-            if !claim_ahead {
-                return None;
-            }
-            next
+            // `None` when it did not try (no ahead asked, a busy retry, a release, close).
+            store_result(worker, claim, fetched, claim_ahead).await?
         }
         Round::ClaimAhead => {
             let now = shared.clock.now();
@@ -584,7 +581,7 @@ async fn store_result<T, O, F, S>(
     claim: Claim,
     fetched: Fetched,
     claim_ahead: bool,
-) -> Option<Claim>
+) -> Option<Option<Claim>>
 where
     T: DeserializeOwned + Send + Sync + 'static,
     O: Serialize + Send + 'static,
@@ -627,7 +624,8 @@ where
         TargetState::Done { .. } => TargetOutcome::Done,
         _ => TargetOutcome::Failed,
     };
-    let stored = if claim_ahead && !shared.closed.load(Ordering::Acquire) {
+    let claim_ahead = claim_ahead && !shared.closed.load(Ordering::Acquire);
+    let stored = if claim_ahead {
         store_call(shared, || {
             store.complete_and_claim(&claim, result.clone(), now)
         })
@@ -686,7 +684,7 @@ where
         None => {}
     }
     shared.wake_idle();
-    next
+    claim_ahead.then_some(next)
 }
 
 /// Runs the fetch for `claim`, catching panics and renewing a lease while it runs.

@@ -311,8 +311,9 @@ impl Ahead {
     async fn keep<T, O, S: Store>(self, shared: &Shared<T, O>, store: &S) -> Option<Claim> {
         if shared.cancels.load(Ordering::SeqCst) != self.cancels {
             let claim = &self.claim;
-            let read = store_call(shared, || store.summary(claim.job, &claim.caller)).await?;
-            if !read.is_some_and(|job| job.status.is_live()) {
+            let read = store_call(shared, || store.summary(claim.job, &claim.caller)).await;
+            // Not live, gone, or unknown because the runner is closing: not fetched.
+            if !matches!(read, Some(Some(job)) if job.status.is_live()) {
                 let now = shared.clock.now();
                 let _ = store_call(shared, || store.release(claim, now)).await;
                 return None;
@@ -575,7 +576,8 @@ where
 
 /// A fetched target's finish (step 4's second half, which step 6 runs beside the worker's
 /// next claim and fetch): stores the result (or the busy retry, or releases the claim),
-/// reports hooks, evicts, and wakes the others.
+/// reports hooks, evicts, and wakes the others. With `claim_ahead` (step 7) the store also
+/// claims: `Some` when it asked for that claim, with the claim if it found one.
 async fn store_result<T, O, F, S>(
     worker: &Worker<'_, T, O, F, S>,
     claim: Claim,

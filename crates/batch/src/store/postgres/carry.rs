@@ -36,6 +36,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::error::StoreError;
 use crate::job::JobId;
 
 /// The most jobs whose notes wait; a note of one more job is dropped. A note only matters
@@ -81,7 +82,7 @@ impl PendingNotes {
     }
 
     /// Every waiting note, for one claim statement to send, if `interval` has passed since a
-    /// claim last took some (else none). Unless [`Sending::settle`] is called, they go back
+    /// claim last took some (else none). Unless [`Sending::answered`] settles them, they go back
     /// when it drops (a newer note of the same job wins): a claim that failed on a lost
     /// connection, or was dropped halfway, loses none.
     pub(super) fn sending(&self) -> Sending<'_> {
@@ -131,11 +132,12 @@ impl Sending<'_> {
         &self.payloads
     }
 
-    /// These notes are not to be sent again: the statement ran, or the server refused it for
-    /// any reason but a lost connection (a `NOTIFY` it cannot take, for one), so that one bad
-    /// note cannot fail every later claim. Notes are progress, superseded by the next.
-    pub(super) fn settle(mut self) {
-        self.settled = true;
+    /// Takes the statement's answer: these notes are not to be sent again if it ran, or if
+    /// the server refused it for any reason but a lost connection (a `NOTIFY` it cannot
+    /// take, for one), so that one bad note cannot fail every later claim; after a lost
+    /// connection they are put back (on drop). Notes are progress, superseded by the next.
+    pub(super) fn answered<R>(mut self, answer: &Result<R, StoreError>) {
+        self.settled = !matches!(answer, Err(StoreError::Unavailable(_)));
     }
 }
 
@@ -208,9 +210,14 @@ mod tests {
             ["1a", "2b", "3a"],
             "job 2's newer note wins"
         );
-        drop(notes.sending()); // a lost connection: tried again
+        let lost: Result<(), StoreError> = Err(StoreError::Unavailable("connection lost".into()));
+        notes.sending().answered(&lost); // tried again
         assert_eq!(queued(&notes), ["1a", "2b", "3a"]);
-        notes.sending().settle(); // sent, or refused for good
+        let refused: Result<(), StoreError> = Err(StoreError::Failed("no".into()));
+        notes.sending().answered(&refused); // refused for good
+        assert!(queued(&notes).is_empty());
+        notes.push(job(4), "4a".into());
+        notes.sending().answered(&Ok(())); // sent
         assert!(queued(&notes).is_empty());
     }
 
@@ -232,11 +239,11 @@ mod tests {
         notes.push(job(1), "1a".into());
         let first = notes.sending_at(start);
         assert_eq!(first.payloads(), ["1a"], "the first claim sends at once");
-        first.settle();
+        first.answered(&Ok(()));
         notes.push(job(1), "1b".into());
         let early = notes.sending_at(start + Duration::from_millis(99));
         assert!(early.payloads().is_empty(), "not yet due");
-        early.settle(); // settling an empty take drops nothing
+        early.answered(&Ok(())); // an empty take drops nothing
         assert_eq!(queued(&notes), ["1b"]);
         let due = notes.sending_at(start + Duration::from_millis(100));
         assert_eq!(due.payloads(), ["1b"]);

@@ -349,20 +349,8 @@ impl Store for PostgresStore {
                 self.lease_ttl,
                 notes.payloads()
             ));
-            let claim = match claimed {
-                Ok((claim, _client)) => {
-                    notes.settle();
-                    claim
-                }
-                Err(err) => {
-                    // A lost connection puts the notes back (when `notes` drops); any other
-                    // failure drops them (`carry.rs`).
-                    if !matches!(err, StoreError::Unavailable(_)) {
-                        notes.settle();
-                    }
-                    return Err(err);
-                }
-            };
+            notes.answered(&claimed);
+            let (claim, _client) = claimed?;
             if claim.is_some() {
                 return Ok(claim);
             }
@@ -408,19 +396,8 @@ impl Store for PostgresStore {
             self.lease_ttl,
             notes.payloads()
         ));
-        let (stored, next) = match answered {
-            Ok(((stored, next), _client)) => {
-                notes.settle();
-                (stored, next)
-            }
-            Err(err) => {
-                // As in `claim`: a lost connection puts the notes back.
-                if !matches!(err, StoreError::Unavailable(_)) {
-                    notes.settle();
-                }
-                return Err(err);
-            }
-        };
+        notes.answered(&answered);
+        let ((stored, next), _client) = answered?;
         Ok((self.stored(claim, stored), next))
     }
 

@@ -636,6 +636,8 @@ struct StoreArgs<'a> {
     error: Option<&'a str>,
     hint: Option<&'a str>,
     outcome: TargetOutcome,
+    /// The outcome's letter in the end's payload.
+    letter: &'static str,
 }
 
 impl<'a> StoreArgs<'a> {
@@ -643,10 +645,10 @@ impl<'a> StoreArgs<'a> {
         let (state, output, error, hint) = result
             .to_columns()
             .ok_or_else(|| PostgresError::InvalidRow("a pending result cannot be stored".into()))?;
-        let outcome = if state == "done" {
-            TargetOutcome::Done
+        let (outcome, letter) = if state == "done" {
+            (TargetOutcome::Done, "d")
         } else {
-            TargetOutcome::Failed
+            (TargetOutcome::Failed, "f")
         };
         Ok(Self {
             id: claim.job.get() as i64,
@@ -660,14 +662,26 @@ impl<'a> StoreArgs<'a> {
             error,
             hint,
             outcome,
+            letter,
         })
     }
 
-    fn letter(&self) -> &'static str {
-        match self.outcome {
-            TargetOutcome::Done => "d",
-            TargetOutcome::Failed => "f",
-        }
+    /// The store statement's parameters `$1`–`$12`, `channel` the eleventh.
+    fn params<'p>(&'p self, channel: &'p &'p str) -> [&'p (dyn ToSql + Sync); 12] {
+        [
+            &self.id,
+            &self.token,
+            &self.done,
+            &self.failed,
+            &self.bytes,
+            &self.now,
+            &self.state,
+            &self.output,
+            &self.error,
+            &self.hint,
+            channel,
+            &self.letter,
+        ]
     }
 }
 
@@ -727,22 +741,7 @@ pub(super) async fn complete<C: GenericClient>(
     now: Timestamp,
 ) -> Result<Stored> {
     let args = StoreArgs::new(claim, &result, now)?;
-    let letter = args.letter();
-    let params: [&(dyn ToSql + Sync); 12] = [
-        &args.id,
-        &args.token,
-        &args.done,
-        &args.failed,
-        &args.bytes,
-        &args.now,
-        &args.state,
-        &args.output,
-        &args.error,
-        &args.hint,
-        &channel,
-        &letter,
-    ];
-    match query_opt_on(client, complete_sql(), &params).await? {
+    match query_opt_on(client, complete_sql(), &args.params(&channel)).await? {
         Some(row) => stored_from_row(&row, 0, claim, &args),
         None => Ok(Stored {
             completion: Completion::Stale,
@@ -765,24 +764,9 @@ pub(super) async fn complete_and_claim<C: GenericClient>(
     notes: &[String],
 ) -> Result<(Stored, Option<Claim>)> {
     let args = StoreArgs::new(claim, &result, now)?;
-    let letter = args.letter();
     let lease = micros(lease);
-    let params: [&(dyn ToSql + Sync); 14] = [
-        &args.id,
-        &args.token,
-        &args.done,
-        &args.failed,
-        &args.bytes,
-        &args.now,
-        &args.state,
-        &args.output,
-        &args.error,
-        &args.hint,
-        &channel,
-        &letter,
-        &lease,
-        &notes,
-    ];
+    let mut params = args.params(&channel).to_vec();
+    params.extend([&lease as &(dyn ToSql + Sync), &notes]);
     // One row always: `j` and `claimed` are outer-joined to it.
     let row = query_opt_on(client, complete_and_claim_sql(), &params)
         .await?

@@ -305,31 +305,35 @@ pub(super) async fn submit(
 /// payload has [`Note::payload`]'s words (a progress note: `p <job> running <pending> <done>
 /// <failed>`), which [`Note::parse`] reads.
 ///
-/// `$4` carries the payloads of progress notes this process's stores left to send
-/// ([`complete`]): `notes` sends them whether or not a job is claimed, which is why the
+/// With `notes`, `$4` carries the payloads of progress notes this process's stores left to
+/// send ([`complete`]): the `notes` CTE sends them whether or not a job is claimed. The
 /// statement always answers one row (`claimed` joined to it, all `NULL` when nothing was
-/// claimed).
+/// claimed). Without notes to send (most calls) the statement has no such CTE and no `$4`:
+/// every CTE costs executor start-up in every call, empty or not.
 ///
 /// The pick must walk `jobs_claimable` in order and stop at the first job it can lock; the
 /// store's connections plan with `enable_bitmapscan` off (`options.rs`), because a bitmap scan
 /// reads every entry of the index, the dead ones every claim leaves included, and sorts.
-fn claim_sql() -> &'static str {
-    static SQL: LazyLock<String> = LazyLock::new(|| {
+fn claim_sql(notes: bool) -> &'static str {
+    fn sql(notes: Option<&'static str>) -> String {
         let claim = claim_ctes(&ClaimParams {
             now: "$1",
             lease: "$2",
             channel: "$3",
-            notes: "$4",
+            notes,
             relaxed: true,
             also: "",
         });
+        let columns = claim_columns(notes.is_some());
         format!(
             "WITH {claim}
-             SELECT {CLAIM_COLUMNS}
+             SELECT {columns}
              FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON TRUE"
         )
-    });
-    &SQL
+    }
+    static WITH_NOTES: LazyLock<String> = LazyLock::new(|| sql(Some("$4")));
+    static WITHOUT: LazyLock<String> = LazyLock::new(|| sql(None));
+    if notes { &WITH_NOTES } else { &WITHOUT }
 }
 
 /// The placeholders and options of [`claim_ctes`].
@@ -337,15 +341,20 @@ struct ClaimParams {
     now: &'static str,
     lease: &'static str,
     channel: &'static str,
-    notes: &'static str,
+    /// The placeholder of the payloads of notes to send, if any are.
+    notes: Option<&'static str>,
     /// Whether the claim's transaction commits [`relaxed`]: not when a store shares it.
     relaxed: bool,
     /// More conditions on the picked job (`AND …`).
     also: &'static str,
 }
 
-/// The claim's common table expressions (`pick`, `minted`, `claimed`, `started`, `notes`),
-/// shared by [`claim_sql`] and [`complete_and_claim_sql`]; [`CLAIM_COLUMNS`] reads them.
+/// The claim's common table expressions (`pick`, `minted`, `claimed`, and `notes` when there
+/// are notes to send), shared by [`claim_sql`] and [`complete_and_claim_sql`];
+/// [`claim_columns`] reads them. A job the claim starts is announced from `claimed`'s
+/// `RETURNING` list (a data-modifying CTE runs to completion, its `RETURNING` list
+/// included, whether or not anything reads it), not from a CTE of its own: each CTE and the
+/// sub-select that makes it run cost executor start-up in every call.
 fn claim_ctes(p: &ClaimParams) -> String {
     let ClaimParams {
         now,
@@ -362,6 +371,13 @@ fn claim_ctes(p: &ClaimParams) -> String {
         )
     } else {
         ("", "")
+    };
+    let notes_cte = match notes {
+        Some(notes) => format!(
+            ",
+         notes AS (SELECT pg_notify({channel}, note) FROM unnest({notes}::TEXT[]) AS note)"
+        ),
+        None => String::new(),
     };
     format!(
         "pick AS (
@@ -387,22 +403,27 @@ fn claim_ctes(p: &ClaimParams) -> String {
              FROM minted AS pick{relaxed_from}, targets AS ct
              WHERE cj.id = pick.id AND ct.job = pick.id AND ct.idx = pick.next
              RETURNING cj.id, cj.caller, cj.next, cj.busy_since, cj.in_flight, cj.total, cj.done,
-                 cj.failed, pick.rescued, pick.started, ct.target),
-         started AS (
-             SELECT pg_notify({channel}, 'p ' || id || ' running ' || (total - done - failed)
-                 || ' ' || done || ' ' || failed)
-             FROM claimed WHERE started),
-         notes AS (SELECT pg_notify({channel}, note) FROM unnest({notes}::TEXT[]) AS note)"
+                 cj.failed, pick.rescued, pick.started, ct.target,
+                 CASE WHEN pick.started THEN pg_notify({channel}, 'p ' || cj.id || ' running '
+                     || (cj.total - cj.done - cj.failed) || ' ' || cj.done || ' ' || cj.failed)
+                 END AS start_note){notes_cte}"
     )
 }
 
 /// What [`claim_ctes`] answers, as columns of a select over `claimed AS c` (all `NULL` when
-/// nothing was claimed); [`claimed_from_row`] reads them. The counts make the side-effect
-/// CTEs run: PostgreSQL skips a `SELECT` CTE that nothing reads.
-const CLAIM_COLUMNS: &str = "c.id, c.caller, c.next, c.busy_since, c.in_flight, c.rescued, \
-     c.started, c.target, (SELECT COUNT(*) FROM started), (SELECT COUNT(*) FROM notes)";
+/// nothing was claimed); [`claimed_from_row`] reads them. With `notes`, a last column counts
+/// the notes sent: it makes the `notes` CTE run (PostgreSQL skips a `SELECT` CTE that nothing
+/// reads).
+fn claim_columns(notes: bool) -> &'static str {
+    if notes {
+        "c.id, c.caller, c.next, c.busy_since, c.in_flight, c.rescued, c.started, c.target, \
+         (SELECT COUNT(*) FROM notes)"
+    } else {
+        "c.id, c.caller, c.next, c.busy_since, c.in_flight, c.rescued, c.started, c.target"
+    }
+}
 
-/// The claim in [`CLAIM_COLUMNS`] starting at column `at`, if one was made.
+/// The claim in [`claim_columns`] starting at column `at`, if one was made.
 fn claimed_from_row(row: &Row, at: usize) -> Option<Claim> {
     let id = row.get::<_, Option<i64>>(at)?;
     let caller: String = row.get(at + 1);
@@ -437,10 +458,14 @@ pub(super) async fn claim<C: GenericClient>(
     notes: &[String],
 ) -> Result<Option<Claim>> {
     let now = to_sql(now);
-    let params: [&(dyn ToSql + Sync); 4] = [&now, &micros(lease), &channel, &notes];
+    let lease = micros(lease);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&now, &lease, &channel];
+    if !notes.is_empty() {
+        params.push(&notes);
+    }
     // The statement answers one row, all `NULL` when it claimed nothing (no row at all would
     // mean the same).
-    let row = query_opt_on(client, claim_sql(), &params).await?;
+    let row = query_opt_on(client, claim_sql(!notes.is_empty()), &params).await?;
     Ok(row.and_then(|row| claimed_from_row(&row, 0)))
 }
 
@@ -510,8 +535,8 @@ async fn end_claim(
 /// token (`$2`; the fencing: a stale claim matches no row), moves the job's `next` and counts,
 /// and, when that was the job's last target, settles its status ([`sql::SETTLED`]), puts it
 /// into the eviction order, announces its end on channel `$11` (`$12` is the outcome's letter)
-/// inside the statement, so the end is as durable as the result, and counts the live jobs
-/// left. It also answers the bytes the store holds with this result: the sum its snapshot
+/// inside the statement (from `j`'s `RETURNING` list, as [`claim_ctes`] announces a start),
+/// so the end is as durable as the result, and counts the live jobs left. It also answers the bytes the store holds with this result: the sum its snapshot
 /// sees plus `$5`, for the budget check that follows
 /// ([`StoredTotal`](super::carry::StoredTotal)). The sum scans `jobs` while this statement
 /// holds the job's row lock; claims skip a locked row, and the notify lock is taken only at
@@ -532,7 +557,7 @@ fn complete_sql() -> &'static str {
     &SQL
 }
 
-/// The store's common table expressions (`j`, `t`, `over`), shared by [`complete_sql`] and
+/// The store's common table expressions (`j`, `t`), shared by [`complete_sql`] and
 /// [`complete_and_claim_sql`], with the placeholders `$1`–`$12` of [`complete_sql`];
 /// [`store_columns`] reads them.
 fn store_ctes() -> &'static str {
@@ -548,16 +573,14 @@ fn store_ctes() -> &'static str {
                               ELSE nextval('touches') END,
              touched = CASE WHEN {LIVE} AND next + 1 < total THEN touched ELSE $6 END
          WHERE id = $1 AND in_flight = $2
-         RETURNING id, status, next, total, done, failed, created),
+         RETURNING id, status, next, total, done, failed, created,
+             CASE WHEN NOT ({LIVE}) THEN pg_notify($11, 'p ' || id || ' ' || status || ' '
+                 || (total - done - failed) || ' ' || done || ' ' || failed || ' '
+                 || (next - 1) || ' ' || $12) END AS end_note),
      t AS (
          UPDATE targets SET state = $7, output = $8, error = $9, hint = $10
          FROM j WHERE targets.job = j.id AND targets.idx = j.next - 1
-         RETURNING 1),
-     over AS (
-         SELECT pg_notify($11, 'p ' || id || ' ' || status || ' '
-             || (total - done - failed) || ' ' || done || ' ' || failed || ' '
-             || (next - 1) || ' ' || $12)
-         FROM j WHERE NOT ({LIVE}))"
+         RETURNING 1)"
         )
     });
     &SQL
@@ -569,7 +592,7 @@ fn store_columns() -> &'static str {
     static SQL: LazyLock<String> = LazyLock::new(|| {
         format!(
             "j.status, j.next, j.total, j.done, j.failed, j.created,
-     (SELECT COUNT(*) FROM t), (SELECT COUNT(*) FROM over),
+     (SELECT COUNT(*) FROM t),
      CASE WHEN j.status IN ('done', 'failed', 'partial')
           THEN (SELECT COUNT(*) FROM jobs WHERE {LIVE}) - 1 END,
      {STORED_BYTES} + $5"
@@ -579,33 +602,36 @@ fn store_columns() -> &'static str {
 }
 
 /// How many columns [`store_columns`] has.
-const STORE_WIDTH: usize = 10;
+const STORE_WIDTH: usize = 9;
 
 /// The store statement and a claim in one ([`complete_and_claim`]): [`store_ctes`], then
 /// [`claim_ctes`] with the store's `now` (`$6`) and channel (`$11`), the lease `$13` and the
-/// notes `$14`, picking only when the store matched its claim (`EXISTS (SELECT 1 FROM j)`: a
+/// notes `$14` (when there are notes to send; see [`claim_sql`]), picking only when the store matched its claim (`EXISTS (SELECT 1 FROM j)`: a
 /// stale claim's call claims nothing) and never the stored job itself (`id <> $1`: two
 /// updates of one row in one statement are not allowed, and the pick's snapshot still sees
 /// that job's claim out anyway). The claim commits with the store, as durably.
-fn complete_and_claim_sql() -> &'static str {
-    static SQL: LazyLock<String> = LazyLock::new(|| {
+fn complete_and_claim_sql(notes: bool) -> &'static str {
+    fn sql(notes: Option<&'static str>) -> String {
         let claim = claim_ctes(&ClaimParams {
             now: "$6",
             lease: "$13",
             channel: "$11",
-            notes: "$14",
+            notes,
             relaxed: false,
             also: "AND id <> $1 AND EXISTS (SELECT 1 FROM j)",
         });
         format!(
             "WITH {}, {claim}
-             SELECT {}, {CLAIM_COLUMNS}
+             SELECT {}, {}
              FROM (SELECT 1) AS one LEFT JOIN j ON TRUE LEFT JOIN claimed AS c ON TRUE",
             store_ctes(),
-            store_columns()
+            store_columns(),
+            claim_columns(notes.is_some())
         )
-    });
-    &SQL
+    }
+    static WITH_NOTES: LazyLock<String> = LazyLock::new(|| sql(Some("$14")));
+    static WITHOUT: LazyLock<String> = LazyLock::new(|| sql(None));
+    if notes { &WITH_NOTES } else { &WITHOUT }
 }
 
 /// A stored target, as [`complete`] reports it.
@@ -706,9 +732,9 @@ fn stored_from_row(row: &Row, at: usize, claim: &Claim, args: &StoreArgs<'_>) ->
             next - 1
         )));
     }
-    let live_after: Option<i64> = row.get(at + 8);
+    let live_after: Option<i64> = row.get(at + 7);
     // A negative sum cannot happen; if it did, the budget check reads the table itself.
-    let total_bytes = u64::try_from(row.get::<_, i64>(at + 9)).ok();
+    let total_bytes = u64::try_from(row.get::<_, i64>(at + 8)).ok();
     let now = from_sql(args.now);
     let progress = Progress::new(status, counts, Some(((next - 1) as usize, args.outcome)));
     let ended = live_after.map(|live| Ended {
@@ -766,9 +792,12 @@ pub(super) async fn complete_and_claim<C: GenericClient>(
     let args = StoreArgs::new(claim, &result, now)?;
     let lease = micros(lease);
     let mut params = args.params(&channel).to_vec();
-    params.extend([&lease as &(dyn ToSql + Sync), &notes]);
+    params.push(&lease);
+    if !notes.is_empty() {
+        params.push(&notes);
+    }
     // One row always: `j` and `claimed` are outer-joined to it.
-    let row = query_opt_on(client, complete_and_claim_sql(), &params)
+    let row = query_opt_on(client, complete_and_claim_sql(!notes.is_empty()), &params)
         .await?
         .ok_or_else(|| PostgresError::InvalidRow("the store-and-claim answered no row".into()))?;
     let stored = stored_from_row(&row, 0, claim, &args)?;

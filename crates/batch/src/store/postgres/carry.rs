@@ -19,14 +19,17 @@
 //!   4,096 jobs' notes wait. A note still pending when the process stops claiming is lost.
 //!   Each loss or delay only delays other replicas' watchers until that job's next note, and
 //!   a note sent twice is harmless (watchers keep the newer).
-//! - [`StoredTotal`]: the bytes the store held right after a stored target, as that store
-//!   statement saw them. The runner asks [`Store::evict_oldest`](crate::store::Store) right
-//!   after every stored target, and nearly always the store is under its budget: the total
-//!   answers that without a statement. It is taken once (a second check reads the table), and
-//!   a submit through this store drops it (its targets count too), so a stale total never
-//!   outlives the check it was made for. Changes committed by other connections while the
-//!   store statement ran are not in it: the store can stay over its budget by their bytes
-//!   until the next stored target's check (the type's docs say so).
+//! - [`StoredTotal`]: the bytes the store holds, as last read from the table, plus the
+//!   results this process stored since. The runner asks
+//!   [`Store::evict_oldest`](crate::store::Store) right after every stored target, and
+//!   nearly always the store is under its budget: the total answers that without a
+//!   statement. It is read from the table (one statement) when it is older than
+//!   [`TOTAL_READ_EVERY`], and dropped by a submit through this store, by a check that finds
+//!   the store over its budget, and by an eviction. So what other replicas stored or
+//!   submitted within the last [`TOTAL_READ_EVERY`] can be missing from a check: the store can
+//!   stay over its budget by those bytes until a check reads the table again (the type's
+//!   docs say so). Summing the table inside every store statement instead cost that
+//!   statement a scan of the whole `jobs` heap (`docs/batch.md`).
 //!
 //! Both are plain locks held for a push or a swap, never across an `.await`.
 //!
@@ -38,6 +41,10 @@ use std::time::{Duration, Instant};
 
 use crate::error::StoreError;
 use crate::job::JobId;
+
+/// How long a total read from the table answers budget checks, with this process's own
+/// stored results added to it.
+pub(super) const TOTAL_READ_EVERY: Duration = Duration::from_millis(100);
 
 /// The most jobs whose notes wait; a note of one more job is dropped. A note only matters
 /// until its job's next one, so a process that stopped claiming (or a server refusing
@@ -157,22 +164,50 @@ impl Drop for Sending<'_> {
     }
 }
 
-/// The stored bytes the most recent store statement saw, until a budget check takes them.
+/// The bytes the store holds, as last read from the table plus this process's results since
+/// (while younger than [`TOTAL_READ_EVERY`]).
 #[derive(Debug, Default)]
-pub(super) struct StoredTotal(Mutex<Option<u64>>);
+pub(super) struct StoredTotal(Mutex<Option<Reading>>);
+
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    bytes: u64,
+    at: Instant,
+}
 
 impl StoredTotal {
-    /// Remembers `bytes` as the newest total.
-    pub(super) fn set(&self, bytes: u64) {
-        *self.lock() = Some(bytes);
+    /// Remembers `bytes`, just read from the table.
+    pub(super) fn read(&self, bytes: u64) {
+        self.read_at(bytes, Instant::now());
     }
 
-    /// The total, if a store statement left one since the last take.
-    pub(super) fn take(&self) -> Option<u64> {
-        self.lock().take()
+    fn read_at(&self, bytes: u64, at: Instant) {
+        *self.lock() = Some(Reading { bytes, at });
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<u64>> {
+    /// Counts a result this process stored.
+    pub(super) fn add(&self, bytes: u64) {
+        if let Some(reading) = self.lock().as_mut() {
+            reading.bytes = reading.bytes.saturating_add(bytes);
+        }
+    }
+
+    /// The total, if one was read less than [`TOTAL_READ_EVERY`] ago and not dropped since.
+    pub(super) fn current(&self) -> Option<u64> {
+        self.current_at(Instant::now())
+    }
+
+    fn current_at(&self, now: Instant) -> Option<u64> {
+        let reading = (*self.lock())?;
+        (now.saturating_duration_since(reading.at) < TOTAL_READ_EVERY).then_some(reading.bytes)
+    }
+
+    /// Drops the total: the next check reads the table.
+    pub(super) fn forget(&self) {
+        *self.lock() = None;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Reading>> {
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -276,12 +311,24 @@ mod tests {
     }
 
     #[test]
-    fn a_total_is_taken_once() {
+    fn a_total_counts_own_results_until_it_is_old_or_dropped() {
         let total = StoredTotal::default();
-        assert_eq!(total.take(), None);
-        total.set(7);
-        total.set(9);
-        assert_eq!(total.take(), Some(9));
-        assert_eq!(total.take(), None);
+        let start = Instant::now();
+        assert_eq!(total.current_at(start), None, "nothing read yet");
+        total.add(5);
+        assert_eq!(total.current_at(start), None, "a result alone is no total");
+        total.read_at(100, start);
+        total.add(7);
+        let soon = start + TOTAL_READ_EVERY / 2;
+        assert_eq!(total.current_at(soon), Some(107));
+        assert_eq!(total.current_at(start + TOTAL_READ_EVERY), None, "too old");
+        total.read_at(50, soon);
+        assert_eq!(
+            total.current_at(soon),
+            Some(50),
+            "a new reading replaces the old"
+        );
+        total.forget();
+        assert_eq!(total.current_at(soon), None);
     }
 }

@@ -96,9 +96,10 @@ use crate::time::Timestamp;
 ///   fresh connection; the transaction rolled back, so nothing is lost or stored twice.
 /// - `max_live_jobs` and one live job per caller hold across replicas (`submit` takes an
 ///   advisory lock), and so does the byte budget (eviction takes one), with one slack: the
-///   check after a stored target reads the total its own statement saw, so targets stored
-///   or jobs submitted at that moment through other connections can leave the store over
-///   `max_bytes` by their bytes until the next stored target is checked.
+///   check after a stored target reads the store's total from the table at most every
+///   100 ms per process and adds the process's own results in between, so targets stored or
+///   jobs submitted through other replicas within that time can leave the store over
+///   `max_bytes` by their bytes until a check reads the table again.
 /// - **No hang on an unanswering server.** Opening a connection, waiting for a pooled one and
 ///   checking one before reuse are each bounded ([`PostgresOptions::connect_timeout`] and the
 ///   pool timeouts), and TCP keepalive notices a peer that died under an open connection: each
@@ -198,8 +199,8 @@ impl PostgresStore {
         Ok(tx)
     }
 
-    /// Keeps what a store statement left for later (its progress note, the total it saw)
-    /// and answers its completion.
+    /// Keeps what a store statement left for later (its progress note, its bytes in the
+    /// total) and answers its completion.
     fn stored(&self, claim: &Claim, stored: queries::Stored) -> Completion {
         if let Some(note) = stored.note {
             self.notes.push(claim.job, note);
@@ -207,8 +208,8 @@ impl PostgresStore {
             // Its end went out inside the statement: an older note would only trail it.
             self.notes.forget(claim.job);
         }
-        if let Some(bytes) = stored.total_bytes {
-            self.stored_total.set(bytes);
+        if let Completion::Stored { bytes, .. } = stored.completion {
+            self.stored_total.add(bytes);
         }
         stored.completion
     }
@@ -323,15 +324,15 @@ impl Store for PostgresStore {
     }
 
     async fn submit(&self, job: NewJob) -> Result<Submitted, SubmitError> {
-        // The job's targets count against the budget: a total seen before it is stale. Dropped
-        // before (a commit whose answer is lost still counts) and after (a store statement
-        // that ran meanwhile did not see it).
-        self.stored_total.take();
+        // The job's targets count against the budget: a total read before it is stale. Dropped
+        // before (a commit whose answer is lost still counts) and after (a reading taken
+        // meanwhile may not include it).
+        self.stored_total.forget();
         let mut client = self.client().await?;
         let tx = self.begin(&mut client).await?;
         let submitted = queries::submit(&tx, &self.channel, job).await?;
         tx.commit().await.map_err(PostgresError::from)?;
-        self.stored_total.take();
+        self.stored_total.forget();
         Ok(submitted)
     }
 
@@ -470,16 +471,24 @@ impl Store for PostgresStore {
 
     async fn evict_oldest(&self, max_bytes: u64) -> Result<Evicted, StoreError> {
         // The runner asks after every stored target, and nearly every time the store is under
-        // its budget: the total the store statement saw answers that (`carry.rs`), or else one
-        // statement, without a transaction's two more round trips.
-        let bytes = match self.stored_total.take() {
+        // its budget: a recent total answers that (`carry.rs`), or else one statement,
+        // without a transaction's two more round trips.
+        let bytes = match self.stored_total.current() {
             Some(bytes) => bytes,
-            None => one_statement!(self, |c| queries::stored_bytes(c))?.0,
+            None => {
+                let bytes = one_statement!(self, |c| queries::stored_bytes(c))?.0;
+                self.stored_total.read(bytes);
+                bytes
+            }
         };
         if bytes <= max_bytes {
             return Ok(Evicted::default());
         }
-        transaction!(self, |tx| queries::evict_oldest(&tx, max_bytes))
+        // Over: eviction reads the table under its lock, and changes the total.
+        self.stored_total.forget();
+        let evicted = transaction!(self, |tx| queries::evict_oldest(&tx, max_bytes));
+        self.stored_total.forget();
+        evicted
     }
 }
 

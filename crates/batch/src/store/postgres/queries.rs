@@ -60,8 +60,8 @@ const EVICT_LOCK: i64 = 0x65_76_69_63_74;
 /// start), which stamps and judges leases.
 const SERVER_NOW: &str = "(EXTRACT(EPOCH FROM now()) * 1000000)::BIGINT";
 
-/// The bytes the store holds (every kept job's target JSON and results), as an expression:
-/// read by the budget check, alone ([`stored_bytes`]) or inside the store statement.
+/// The bytes the store holds (every kept job's target JSON and results), as an expression
+/// read by the budget check ([`stored_bytes`]).
 const STORED_BYTES: &str = "(SELECT COALESCE(SUM(bytes), 0) FROM jobs)::BIGINT";
 
 fn micros(d: Duration) -> i64 {
@@ -536,12 +536,10 @@ async fn end_claim(
 /// and, when that was the job's last target, settles its status ([`sql::SETTLED`]), puts it
 /// into the eviction order, announces its end on channel `$11` (`$12` is the outcome's letter)
 /// inside the statement (from `j`'s `RETURNING` list, as [`claim_ctes`] announces a start),
-/// so the end is as durable as the result, and counts the live jobs left. It also answers the bytes the store holds with this result: the sum its snapshot
-/// sees plus `$5`, for the budget check that follows
-/// ([`StoredTotal`](super::carry::StoredTotal)). The sum scans `jobs` while this statement
-/// holds the job's row lock; claims skip a locked row, and the notify lock is taken only at
-/// commit, so nothing waits on it.
-/// One statement, so one round trip and one commit.
+/// so the end is as durable as the result, and counts the live jobs left. The notify lock
+/// is taken only at commit, so nothing waits on it while the statement runs. One statement,
+/// so one round trip and one commit. (The bytes the store holds are not read here: the
+/// budget check reads them at most every 100 ms, `carry.rs`.)
 ///
 /// The end's payload has [`Note::payload`]'s words (a progress note with the last target),
 /// which [`Note::parse`] reads.
@@ -594,15 +592,14 @@ fn store_columns() -> &'static str {
             "j.status, j.next, j.total, j.done, j.failed, j.created,
      (SELECT COUNT(*) FROM t),
      CASE WHEN j.status IN ('done', 'failed', 'partial')
-          THEN (SELECT COUNT(*) FROM jobs WHERE {LIVE}) - 1 END,
-     {STORED_BYTES} + $5"
+          THEN (SELECT COUNT(*) FROM jobs WHERE {LIVE}) - 1 END"
         )
     });
     &SQL
 }
 
 /// How many columns [`store_columns`] has.
-const STORE_WIDTH: usize = 9;
+const STORE_WIDTH: usize = 8;
 
 /// The store statement and a claim in one ([`complete_and_claim`]): [`store_ctes`], then
 /// [`claim_ctes`] with the store's `now` (`$6`) and channel (`$11`), the lease `$13` and the
@@ -644,9 +641,6 @@ pub(super) struct Stored {
     /// replica's stores, and a statement of its own costs a round trip per target. No wake-up
     /// is needed for a job that goes on: the worker that stored it is claiming already.
     pub(super) note: Option<String>,
-    /// The bytes the store holds with this result, as this statement saw them
-    /// (`None` for a stale claim).
-    pub(super) total_bytes: Option<u64>,
 }
 
 /// A result's columns for the store statement, and what reading its answer needs.
@@ -718,7 +712,6 @@ fn stored_from_row(row: &Row, at: usize, claim: &Claim, args: &StoreArgs<'_>) ->
         return Ok(Stored {
             completion: Completion::Stale,
             note: None,
-            total_bytes: None,
         });
     };
     let status = parse_status(status)?;
@@ -733,8 +726,6 @@ fn stored_from_row(row: &Row, at: usize, claim: &Claim, args: &StoreArgs<'_>) ->
         )));
     }
     let live_after: Option<i64> = row.get(at + 7);
-    // A negative sum cannot happen; if it did, the budget check reads the table itself.
-    let total_bytes = u64::try_from(row.get::<_, i64>(at + 8)).ok();
     let now = from_sql(args.now);
     let progress = Progress::new(status, counts, Some(((next - 1) as usize, args.outcome)));
     let ended = live_after.map(|live| Ended {
@@ -754,7 +745,6 @@ fn stored_from_row(row: &Row, at: usize, claim: &Claim, args: &StoreArgs<'_>) ->
             progress,
         },
         note,
-        total_bytes,
     })
 }
 
@@ -772,7 +762,6 @@ pub(super) async fn complete<C: GenericClient>(
         None => Ok(Stored {
             completion: Completion::Stale,
             note: None,
-            total_bytes: None,
         }),
     }
 }

@@ -142,7 +142,7 @@ pub struct PostgresStore {
     poll_interval: Duration,
     /// Progress notes a claim statement sends, newest per job, at most every progress interval.
     notes: carry::PendingNotes,
-    /// The stored bytes the last store statement saw, for the budget check after it.
+    /// The stored bytes, read at most every 100 ms, for the budget check after each store.
     stored_total: carry::StoredTotal,
 }
 

@@ -9,7 +9,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod};
+use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, RecyclingMethod};
 use tokio::task::JoinHandle;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::{Client, Config, NoTls, Socket};
@@ -56,12 +56,11 @@ impl Connector {
         }
     }
 
-    /// The pool's connection manager: every connection is checked with a trivial query
-    /// before reuse, so one the server closed (`pg_terminate_backend`, a restart) is replaced
-    /// instead of failing the call.
+    /// The pool's connection manager: a connection whose driver saw it close is replaced
+    /// before reuse ([`verify_idle`] adds a query for connections that sat idle).
     pub(super) fn manager(&self, config: Config) -> Manager {
         let manager_config = ManagerConfig {
-            recycling_method: RecyclingMethod::Verified,
+            recycling_method: RecyclingMethod::Fast,
         };
         match self {
             Self::Plain => Manager::from_config(config, NoTls, manager_config),
@@ -69,6 +68,36 @@ impl Connector {
             Self::Rustls(tls) => Manager::from_config(config, tls.clone(), manager_config),
         }
     }
+}
+
+/// A pooled connection unused for at least this long is checked with a trivial query before
+/// reuse ([`verify_idle`]).
+pub(super) const VERIFY_AFTER_IDLE: Duration = Duration::from_secs(1);
+
+/// The pool's check before reusing a connection unused for [`VERIFY_AFTER_IDLE`] or more: an
+/// empty query, answered within `timeout`, or the connection is dropped and the pool tries
+/// the next (or opens one). So one the server closed while it sat idle
+/// (`pg_terminate_backend`, a restart) is replaced instead of failing the call. A connection
+/// in steady use is not checked: the check cost a round trip per store call, 8 to 10% of
+/// zero-work throughput (`docs/batch.md`), and the driver task sees most closes at once (the
+/// server says so on the socket); a close it has not seen yet fails the call as
+/// [`StoreError::Unavailable`](crate::StoreError::Unavailable), which the runner retries.
+pub(super) fn verify_idle(timeout: Duration) -> Hook {
+    Hook::async_fn(move |client, metrics| {
+        let idle = metrics.last_used() >= VERIFY_AFTER_IDLE;
+        Box::pin(async move {
+            if !idle {
+                return Ok(());
+            }
+            match tokio::time::timeout(timeout, client.simple_query("")).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(err)) => Err(HookError::Backend(err)),
+                Err(_) => Err(HookError::message(
+                    "an idle connection's check did not answer within pool_recycle_timeout",
+                )),
+            }
+        })
+    })
 }
 
 async fn open_with<T>(

@@ -11,7 +11,7 @@ use std::time::Duration;
 use deadpool_postgres::{Pool, Runtime, Timeouts};
 use tokio_postgres::config::SslMode;
 
-use super::connect::Connector;
+use super::connect::{self, Connector};
 use super::{PostgresError, PostgresStore, schema};
 
 /// Bounds of [`PostgresOptions::pool_size`]: a pool allocates its slots up front.
@@ -167,8 +167,9 @@ impl PostgresOptions {
         self
     }
 
-    /// How long checking an idle connection before reuse may take (a trivial query; default
-    /// 5 s, from 1 ms to 1 h); a connection that fails or misses it is replaced.
+    /// How long checking an idle connection before reuse may take (a trivial query, for a
+    /// connection unused for a second or more; default 5 s, from 1 ms to 1 h); a connection
+    /// that fails or misses it is replaced.
     #[must_use]
     pub fn pool_recycle_timeout(mut self, timeout: Duration) -> Self {
         self.pool_recycle_timeout = timeout;
@@ -339,6 +340,7 @@ impl PostgresOptions {
         connector: Connector,
     ) -> Result<PostgresStore, PostgresError> {
         let pool = Pool::builder(connector.manager(config.clone()))
+            .pre_recycle(connect::verify_idle(self.pool_recycle_timeout))
             .max_size(self.pool_size)
             .runtime(Runtime::Tokio1)
             .timeouts(Timeouts {

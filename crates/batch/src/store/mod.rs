@@ -263,8 +263,9 @@ pub struct Evicted {
 /// when some may have been lost. Two exceptions: a store may announce a stored target of a
 /// job that goes on late, or leave it to be superseded by the job's next change (the
 /// PostgreSQL store sends the newest per job with one of its process's claims, at most every
-/// `PostgresOptions::progress_interval`); a job's start and end are always announced. A store owned by one process keeps the default, `None`:
-/// every change goes through its own runner, which reports it itself.
+/// `PostgresOptions::progress_interval`); a job's start and end are always announced. A
+/// store owned by one process keeps the default, `None`: every change goes through its own
+/// runner, which reports it itself.
 ///
 /// # Wrappers
 ///

@@ -9,10 +9,10 @@
 //!   (`complete_and_claim`, most claims of a busy worker) sends them too: its commit waits
 //!   for the disk, so the notify lock is then held through one flush, at most once per
 //!   interval per process, where leaving the notes to plain claims would hold them back for
-//!   as long as the workers stay busy. Every `NOTIFY` wakes the listening connection of every replica, so
-//!   sending one per stored target cost each replica work per target of all the others
-//!   (the flat scaling measured in `docs/batch.md`); a job's progress only ever needs its
-//!   newest note. A job that ends drops its pending note (its end is announced inside the
+//!   as long as the workers stay busy. Every `NOTIFY` wakes the listening connection of
+//!   every replica, so sending one per stored target cost each replica work per target of
+//!   all the others (the flat scaling measured in `docs/batch.md`); a job's progress only
+//!   ever needs its newest note. A job that ends drops its pending note (its end is announced inside the
 //!   store statement). A claim that fails on a lost connection, or is dropped halfway, puts
 //!   its notes back unless a newer note of the job came meanwhile; any other failure drops
 //!   them, so that a note the server refuses cannot fail every later claim; and at most

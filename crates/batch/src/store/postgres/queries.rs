@@ -603,10 +603,10 @@ const STORE_WIDTH: usize = 8;
 
 /// The store statement and a claim in one ([`complete_and_claim`]): [`store_ctes`], then
 /// [`claim_ctes`] with the store's `now` (`$6`) and channel (`$11`), the lease `$13` and the
-/// notes `$14` (when there are notes to send; see [`claim_sql`]), picking only when the store matched its claim (`EXISTS (SELECT 1 FROM j)`: a
-/// stale claim's call claims nothing) and never the stored job itself (`id <> $1`: two
-/// updates of one row in one statement are not allowed, and the pick's snapshot still sees
-/// that job's claim out anyway). The claim commits with the store, as durably.
+/// notes `$14` (when there are notes to send; see [`claim_sql`]), picking only when the
+/// store matched its claim (`EXISTS (SELECT 1 FROM j)`: a stale claim's call claims nothing)
+/// and never the stored job itself (`id <> $1`: two updates of one row in one statement are
+/// not allowed, and the pick's snapshot still sees that job's claim out anyway). The claim commits with the store, as durably.
 fn complete_and_claim_sql(notes: bool) -> &'static str {
     fn sql(notes: Option<&'static str>) -> String {
         let claim = claim_ctes(&ClaimParams {

@@ -29,8 +29,11 @@
 //! `starting = workers - idle - wakeups - running` counts Starting workers (their thread is
 //! being created or has not taken the lock yet); Claimed-but-not-yet-popped ones are
 //! `wakeups`, a count of tokens rather than names: whichever idle worker wakes first takes
-//! one. `spinning` counts the idle workers still spinning, which need no notification; a
-//! submit notifies `work` only when `wakeups > spinning`, and a spinner re-checks the tokens
+//! one. `spinning` counts the idle workers still spinning, which need no notification, and
+//! `sleeping` those asleep on `work`; `work_signals` counts the notifications sent to
+//! sleepers that have not woken yet. A submit notifies `work` only when `wakeups > spinning
+//! + work_signals` (a token neither a spinner nor an already-notified sleeper will take) and
+//! `sleeping > work_signals` (someone is left to wake), and a spinner re-checks the tokens
 //! under the lock before it sleeps. A worker whose task panicked is still Running until it
 //! re-takes the lock: the panic was caught. Whether a thread spins at all, and for how
 //! long, is decided under the lock by the rules in [`spin`] (a CPU to spare, yields only
@@ -79,7 +82,9 @@
 //! [`Shared::state`] guards everything above; it is the only lock (the join slot of
 //! [`crate::TaskHandle`] has its own, never taken while this one is held). Condvars, all
 //! paired with `state`:
-//! - `work`: idle workers wait here; a submitter that claims one calls `notify_one`.
+//! - `work`: idle workers wait here; a submitter that claims one calls `notify_one`, unless
+//!   a spinner or a sleeper notified earlier and not yet awake will take that claim (the
+//!   `work_signals` count works like `room_signals` below).
 //! - `room`: submitters blocked on a full pool; a finished task notifies one when
 //!   `blocked_submitters > room_signals` (a submitter already notified and not yet awake
 //!   will take that room, so a second notification would only cost a syscall); closing
@@ -215,6 +220,12 @@ struct State {
     wakeups: usize,
     /// Idle workers spinning (lock released) before they sleep; they need no notification.
     spinning: usize,
+    /// Idle workers asleep on `work` (counted before they wait, uncounted when they wake).
+    sleeping: usize,
+    /// `work` notifications sent and not yet taken up by a waking sleeper. Every waking
+    /// sleeper takes one (if any), so this can only undercount, which costs a spare
+    /// notification, never a lost one; and it never exceeds `sleeping`.
+    work_signals: usize,
     /// Submitters spinning (lock released) for room before they block.
     spinning_submitters: usize,
     /// Whether idle workers' and submitters' spins have paid off lately (see [`spin`]).
@@ -270,6 +281,14 @@ impl State {
             "inv 1: counted states exceed workers"
         );
         debug_assert!(self.workers <= config.max, "inv 1: more than max workers");
+        debug_assert!(
+            self.spinning + self.sleeping <= self.idle + self.wakeups,
+            "inv 1: spinners and sleepers are idle workers, claimed or not"
+        );
+        debug_assert!(
+            self.work_signals <= self.sleeping,
+            "inv 1: more `work` notifications outstanding than sleepers"
+        );
         debug_assert!(
             self.queue.len() + self.running <= config.max.saturating_add(config.capacity),
             "inv 2: more unfinished tasks than the capacity rule allows"
@@ -497,6 +516,8 @@ impl Shared {
                 idle: 0,
                 wakeups: 0,
                 spinning: 0,
+                sleeping: 0,
+                work_signals: 0,
                 spinning_submitters: 0,
                 worker_spins: spin::SpinCredit::new(),
                 submitter_spins: spin::SpinCredit::new(),
@@ -632,9 +653,14 @@ impl Shared {
         if state.idle > 0 {
             state.idle -= 1;
             this.give_token(&mut state);
-            // Spinning idle workers look for tokens themselves; wake a sleeper only for the
-            // tokens they cannot cover.
-            let wake = state.wakeups > state.spinning;
+            // Spinning idle workers look for tokens themselves, and so does a sleeper already
+            // notified that has not run yet: wake another sleeper only for the tokens they
+            // cannot cover, and only if one is left to wake.
+            let wake = state.wakeups > state.spinning + state.work_signals
+                && state.sleeping > state.work_signals;
+            if wake {
+                state.work_signals += 1;
+            }
             this.unlock_checked(state);
             if wake {
                 this.work.notify_one();

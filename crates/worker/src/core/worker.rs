@@ -137,10 +137,13 @@ fn idle_wait<'a>(
             state.idle -= 1;
             return (state, true);
         }
+        state.sleeping += 1;
         match shared.config.keep_alive {
             None => state = wait(&shared.work, state),
             Some(keep_alive) => (state, timed_out) = wait_timeout(&shared.work, state, keep_alive),
         }
+        state.sleeping -= 1;
+        state.work_signals = state.work_signals.saturating_sub(1);
     }
 }
 

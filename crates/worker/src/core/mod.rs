@@ -455,20 +455,34 @@ impl Counters {
     }
 }
 
+/// A value on cache lines of its own (128 bytes: two lines, as adjacent-line prefetchers
+/// pull pairs), so threads polling it do not slow the threads writing its neighbours.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// The state shared by the facade and every worker thread.
 pub(crate) struct Shared {
     config: Config,
     /// [`spin::cpus`], read once.
     cpus: usize,
-    state: Mutex<State>,
+    state: Padded<Mutex<State>>,
     work: Condvar,
     room: Condvar,
     done: Condvar,
     /// A copy of `State::wakeups`, written under the lock, read by spinning idle workers
     /// without it.
-    token_hint: AtomicUsize,
+    token_hint: Padded<AtomicUsize>,
     /// A copy of `State::finished`, written under the lock, read by spinning submitters.
-    finished_hint: AtomicUsize,
+    finished_hint: Padded<AtomicUsize>,
     /// Notified after every transition, so tests can wait for a state without sleeping.
     #[cfg(test)]
     observe: Condvar,
@@ -510,7 +524,7 @@ impl Shared {
 
     fn new(config: Config) -> Self {
         Self {
-            state: Mutex::new(State {
+            state: Padded(Mutex::new(State {
                 queue: VecDeque::with_capacity(config.capacity.min(1024)),
                 workers: 0,
                 idle: 0,
@@ -538,14 +552,14 @@ impl Shared {
                 spawn_failures: 0,
                 next_worker_id: 0,
                 threads: Vec::new(),
-            }),
+            })),
             config,
             cpus: spin::cpus(),
             work: Condvar::new(),
             room: Condvar::new(),
             done: Condvar::new(),
-            token_hint: AtomicUsize::new(0),
-            finished_hint: AtomicUsize::new(0),
+            token_hint: Padded(AtomicUsize::new(0)),
+            finished_hint: Padded(AtomicUsize::new(0)),
             #[cfg(test)]
             observe: Condvar::new(),
             #[cfg(test)]

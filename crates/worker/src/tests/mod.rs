@@ -18,6 +18,8 @@ mod loom_join;
 mod loom_panic;
 #[cfg(loom)]
 mod loom_submit_close;
+#[cfg(loom)]
+mod loom_two_sleepers;
 
 #[cfg(not(loom))]
 mod capacity;

@@ -30,11 +30,12 @@
 //! being created or has not taken the lock yet); Claimed-but-not-yet-popped ones are
 //! `wakeups`, a count of tokens rather than names: whichever idle worker wakes first takes
 //! one. `spinning` counts the idle workers still spinning, which need no notification, and
-//! `sleeping` those asleep on `work`; `work_signals` counts the notifications sent to
-//! sleepers that have not woken yet. A submit notifies `work` only when `wakeups > spinning
-//! + work_signals` (a token neither a spinner nor an already-notified sleeper will take) and
-//! `sleeping > work_signals` (someone is left to wake), and a spinner re-checks the tokens
-//! under the lock before it sleeps. A worker whose task panicked is still Running until it
+//! `sleeping` those asleep on `work` with the notifications on their way to them
+//! ([`sleepers`]). A submit notifies `work` only when `wakeups > spinning + sleeping.signalled()`
+//! (a token neither a spinner nor an already-notified sleeper will take) and a sleeper is
+//! left that no notification is on its way to (if none is, a worker started at build and
+//! not yet in its idle wait takes the token), and a spinner re-checks the tokens under the
+//! lock before it sleeps. A worker whose task panicked is still Running until it
 //! re-takes the lock: the panic was caught. Whether a thread spins at all, and for how
 //! long, is decided under the lock by the rules in [`spin`] (a CPU to spare, yields only
 //! while they come back at once, spinning only while it pays); `spinning_submitters`, the
@@ -46,7 +47,10 @@
 //! # Invariants (checked by `State::check` after every transition)
 //!
 //! 1. `idle + wakeups + running <= workers <= max`: every counted state is a live worker,
-//!    and the pool never holds more than `max` (why: rule 1's bound).
+//!    and the pool never holds more than `max` (why: rule 1's bound). Within that,
+//!    `spinning + sleeping <= idle + wakeups` (spinners and sleepers are idle workers,
+//!    claimed or not), and neither condvar has more notifications on their way than
+//!    sleepers ([`sleepers`]; why: else a skipped notification could be one nobody sends).
 //! 2. `queue.len() + running <= max + capacity` where `capacity = max/2 + submit_buffer`:
 //!    the accepted, unfinished tasks. With `running == max` this is exactly rule 2's
 //!    "`max/2 + submit_buffer` further tasks". Acceptance checks it; a pop moves a task from
@@ -83,11 +87,10 @@
 //! [`crate::TaskHandle`] has its own, never taken while this one is held). Condvars, all
 //! paired with `state`:
 //! - `work`: idle workers wait here; a submitter that claims one calls `notify_one`, unless
-//!   a spinner or a sleeper notified earlier and not yet awake will take that claim (the
-//!   `work_signals` count works like `room_signals` below).
-//! - `room`: submitters blocked on a full pool; a finished task notifies one when
-//!   `blocked_submitters > room_signals` (a submitter already notified and not yet awake
-//!   will take that room, so a second notification would only cost a syscall); closing
+//!   a spinner or a sleeper notified earlier and not yet awake will take that claim.
+//! - `room`: submitters blocked on a full pool (`blocked`); a finished task notifies one when
+//!   some blocked submitter has no notification on its way (one already notified and not
+//!   yet awake will take that room, so a second notification would only cost a syscall); closing
 //!   notifies all. Before blocking, a submitter may spin (lock released, when [`spin`]
 //!   allows) while a few tasks finish, watching `finished_hint`.
 //! - `done`: closers, woken when the last worker leaves or a join round finishes; joiners,
@@ -105,6 +108,7 @@
 //!
 #![doc = include_str!("README.md")]
 
+mod sleepers;
 mod spawn;
 mod spin;
 mod worker;
@@ -220,12 +224,8 @@ struct State {
     wakeups: usize,
     /// Idle workers spinning (lock released) before they sleep; they need no notification.
     spinning: usize,
-    /// Idle workers asleep on `work` (counted before they wait, uncounted when they wake).
-    sleeping: usize,
-    /// `work` notifications sent and not yet taken up by a waking sleeper. Every waking
-    /// sleeper takes one (if any), so this can only undercount, which costs a spare
-    /// notification, never a lost one; and it never exceeds `sleeping`.
-    work_signals: usize,
+    /// Idle workers asleep on `work`, and the notifications on their way to them.
+    sleeping: sleepers::Sleepers,
     /// Submitters spinning (lock released) for room before they block.
     spinning_submitters: usize,
     /// Whether idle workers' and submitters' spins have paid off lately (see [`spin`]).
@@ -239,12 +239,8 @@ struct State {
     spawning: usize,
     /// Intake stopped (invariant 5).
     closing: bool,
-    /// Submitters blocked on `room`.
-    blocked_submitters: usize,
-    /// `room` notifications sent and not yet taken up by a waking submitter. Every waking
-    /// submitter takes one (if any), so this can only undercount, which costs a spare
-    /// notification, never a lost one.
-    room_signals: usize,
+    /// Submitters blocked on `room`, and the notifications on their way to them.
+    blocked: sleepers::Sleepers,
     /// Threads taken out of `threads` and being joined (by a closer or a spawner).
     joining: usize,
     /// Callers of `Pool::join` waiting on `done`.
@@ -282,13 +278,11 @@ impl State {
         );
         debug_assert!(self.workers <= config.max, "inv 1: more than max workers");
         debug_assert!(
-            self.spinning + self.sleeping <= self.idle + self.wakeups,
+            self.spinning + self.sleeping.asleep() <= self.idle + self.wakeups,
             "inv 1: spinners and sleepers are idle workers, claimed or not"
         );
-        debug_assert!(
-            self.work_signals <= self.sleeping,
-            "inv 1: more `work` notifications outstanding than sleepers"
-        );
+        self.sleeping.check("inv 1: `work`");
+        self.blocked.check("inv 1: `room`");
         debug_assert!(
             self.queue.len() + self.running <= config.max.saturating_add(config.capacity),
             "inv 2: more unfinished tasks than the capacity rule allows"
@@ -356,7 +350,7 @@ impl State {
             running: self.running,
             queued: self.queue.len(),
             spawning: self.spawning,
-            blocked_submitters: self.blocked_submitters,
+            blocked_submitters: self.blocked.asleep(),
             joiners: self.joiners,
             finished: self.finished,
             panicked: self.panicked,
@@ -366,12 +360,6 @@ impl State {
             spawn_failures: self.spawn_failures,
             closing: self.closing,
         }
-    }
-
-    /// A blocked submitter woke (notified, timed out or spuriously).
-    fn woke_for_room(&mut self) {
-        self.blocked_submitters -= 1;
-        self.room_signals = self.room_signals.saturating_sub(1);
     }
 
     /// Whether a thread of kind `who` may spin now, and how (see [`spin`]).
@@ -530,8 +518,7 @@ impl Shared {
                 idle: 0,
                 wakeups: 0,
                 spinning: 0,
-                sleeping: 0,
-                work_signals: 0,
+                sleeping: sleepers::Sleepers::default(),
                 spinning_submitters: 0,
                 worker_spins: spin::SpinCredit::new(),
                 submitter_spins: spin::SpinCredit::new(),
@@ -539,8 +526,7 @@ impl Shared {
                 running: 0,
                 spawning: 0,
                 closing: false,
-                blocked_submitters: 0,
-                room_signals: 0,
+                blocked: sleepers::Sleepers::default(),
                 joining: 0,
                 joiners: 0,
                 emptied: 0,
@@ -646,20 +632,20 @@ impl Shared {
             match wait {
                 Wait::No => return Err(Rejected::Full(task)),
                 Wait::Forever => {
-                    state.blocked_submitters += 1;
+                    state.blocked.fall_asleep();
                     this.changed();
                     state = crate::sync::wait(&this.room, state);
-                    state.woke_for_room();
+                    state.blocked.woke();
                 }
                 Wait::Until(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
                         return Err(Rejected::Timeout(task));
                     }
-                    state.blocked_submitters += 1;
+                    state.blocked.fall_asleep();
                     this.changed();
                     state = wait_timeout(&this.room, state, deadline - now).0;
-                    state.woke_for_room();
+                    state.blocked.woke();
                 }
             }
         }
@@ -670,11 +656,8 @@ impl Shared {
             // Spinning idle workers look for tokens themselves, and so does a sleeper already
             // notified that has not run yet: wake another sleeper only for the tokens they
             // cannot cover, and only if one is left to wake.
-            let wake = state.wakeups > state.spinning + state.work_signals
-                && state.sleeping > state.work_signals;
-            if wake {
-                state.work_signals += 1;
-            }
+            let wake = state.wakeups > state.spinning + state.sleeping.signalled()
+                && state.sleeping.signal_one();
             this.unlock_checked(state);
             if wake {
                 this.work.notify_one();
@@ -761,8 +744,7 @@ impl Shared {
         }
         self.finished_hint
             .store(state.finished as usize, Ordering::Release);
-        if state.blocked_submitters > state.room_signals {
-            state.room_signals += 1;
+        if state.blocked.signal_one() {
             self.room.notify_one();
         }
         if state.joiners > 0 && state.out_of_work() {

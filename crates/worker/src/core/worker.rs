@@ -137,13 +137,12 @@ fn idle_wait<'a>(
             state.idle -= 1;
             return (state, true);
         }
-        state.sleeping += 1;
+        state.sleeping.fall_asleep();
         match shared.config.keep_alive {
             None => state = wait(&shared.work, state),
             Some(keep_alive) => (state, timed_out) = wait_timeout(&shared.work, state, keep_alive),
         }
-        state.sleeping -= 1;
-        state.work_signals = state.work_signals.saturating_sub(1);
+        state.sleeping.woke();
     }
 }
 

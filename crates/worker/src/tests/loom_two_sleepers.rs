@@ -1,5 +1,5 @@
 //! loom: two submits racing two idle workers that may spin or sleep (rule 1 and the `work`
-//! notifications of `work_signals`). Each task waits until the other has started, so the
+//! notifications counted in `Sleepers`). Each task waits until the other has started, so the
 //! model deadlocks unless both claims reach a worker: a notification skipped because a
 //! sleeper was thought to be woken already, and then never sent, would leave the second task
 //! queued beside a sleeping worker.

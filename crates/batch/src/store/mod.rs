@@ -172,9 +172,11 @@ pub enum StoreEvent {
         /// Its status and counts right after the change.
         progress: Progress,
     },
-    /// Events may have been lost (the store's listener reconnected): re-read what you watch.
-    /// A [`broadcast`](tokio::sync::broadcast) receiver that lagged
-    /// (`RecvError::Lagged`) has lost events the same way and should do the same.
+    /// Events may have been lost (the store's listener reconnected, or announcements sent
+    /// after their changes' commits were lost with the process that was to send them; the
+    /// PostgreSQL store says so at least every poll interval): re-read what you watch. A
+    /// [`broadcast`](tokio::sync::broadcast) receiver that lagged (`RecvError::Lagged`) has
+    /// lost events the same way and should do the same.
     Missed,
 }
 
@@ -262,10 +264,12 @@ pub struct Evicted {
 /// made by other processes (this process's own may arrive too), and [`StoreEvent::Missed`]
 /// when some may have been lost. Two exceptions: a store may announce a stored target of a
 /// job that goes on late, or leave it to be superseded by the job's next change (the
-/// PostgreSQL store sends the newest per job with one of its process's claims, at most every
-/// `PostgresOptions::progress_interval`); a job's start and end are always announced. A
-/// store owned by one process keeps the default, `None`: every change goes through its own
-/// runner, which reports it itself.
+/// PostgreSQL store sends the newest per job at most every
+/// `PostgresOptions::progress_interval`); and it may announce changes after their commits,
+/// so that the announcement of a change whose process died right after it is lost (the
+/// PostgreSQL store then sends `Missed` within its poll interval). A store owned by one
+/// process keeps the default, `None`: every change goes through its own runner, which
+/// reports it itself.
 ///
 /// # Wrappers
 ///

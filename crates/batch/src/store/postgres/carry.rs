@@ -1,24 +1,17 @@
 //! What one call of the store leaves for the next, to save a statement per stored target.
 //!
-//! - [`PendingNotes`]: the progress notes of stored targets whose jobs go on, newest per job.
-//!   The store statement cannot send them (a `NOTIFY` there would hold the server's notify
-//!   lock through the flush to disk). A claim statement of the same process sends them all,
-//!   the first to run at least [`PostgresOptions::progress_interval`] after the last that sent
-//!   any (a worker claims its next target while it stores the last one; an idle one claims
-//!   at least every poll interval). A claim that rides on a store statement
-//!   (`complete_and_claim`, most claims of a busy worker) sends them too: its commit waits
-//!   for the disk, so the notify lock is then held through one flush, at most once per
-//!   interval per process, where leaving the notes to plain claims would hold them back for
-//!   as long as the workers stay busy. Every `NOTIFY` wakes the listening connection of
-//!   every replica, so sending one per stored target cost each replica work per target of
-//!   all the others (the flat scaling measured in `docs/batch.md`); a job's progress only
-//!   ever needs its newest note. A job that ends drops its pending note (its end is announced inside the
-//!   store statement). A claim that fails on a lost connection, or is dropped halfway, puts
-//!   its notes back unless a newer note of the job came meanwhile; any other failure drops
-//!   them, so that a note the server refuses cannot fail every later claim; and at most
-//!   4,096 jobs' notes wait. A note still pending when the process stops claiming is lost.
-//!   Each loss or delay only delays other replicas' watchers until that job's next note, and
-//!   a note sent twice is harmless (watchers keep the newer).
+//! - [`PendingNotes`]: the notes of claims and stores that the notifier (`notifier.rs`) is
+//!   to send after their commits, newest per job. A job's start and end are due at once;
+//!   progress of a job that goes on at most every [`PostgresOptions::progress_interval`]
+//!   after the last send (every `NOTIFY` wakes the listening connection of every replica, so
+//!   sending one per stored target cost each replica work per target of all the others: the
+//!   flat scaling measured in `docs/batch.md`; a job's progress only ever needs its newest
+//!   note). A send that fails on a lost connection, or is dropped halfway, puts its notes
+//!   back unless a newer note of the job came meanwhile; any other failure drops them, so
+//!   that a note the server refuses cannot fail every later send; and at most 4,096 jobs'
+//!   notes wait. A note still waiting when the process stops is lost. Each loss or delay
+//!   only delays other replicas' watchers until that job's next note or the listener's next
+//!   `Missed` (`listen.rs`), and a note sent twice is harmless (watchers keep the newer).
 //! - [`StoredTotal`]: the bytes the store holds, as last read from the table, plus the
 //!   results this process stored since. The runner asks
 //!   [`Store::evict_oldest`](crate::store::Store) right after every stored target, and
@@ -51,23 +44,25 @@ pub(super) const TOTAL_READ_EVERY: Duration = Duration::from_millis(100);
 /// `NOTIFY`) must not make the map grow without bound.
 const MAX_PENDING: usize = 4096;
 
-/// Progress-note payloads waiting for one of this process's claim statements, newest per job.
+/// Note payloads waiting for the notifier, newest per job.
 #[derive(Debug)]
 pub(super) struct PendingNotes {
     state: Mutex<Notes>,
-    /// The shortest time between two claim statements that send notes.
+    /// The shortest time between two sends of progress alone.
     interval: Duration,
 }
 
 #[derive(Debug, Default)]
 struct Notes {
     by_job: HashMap<JobId, String>,
-    /// When a claim statement last took notes to send.
+    /// A start or an end waits: the notes are due at once.
+    urgent: bool,
+    /// When the notifier last took notes to send.
     last_sent: Option<Instant>,
 }
 
 impl PendingNotes {
-    /// No notes, sent at most once per `interval` (`Duration::ZERO`: with every claim).
+    /// No notes; progress alone is sent at most once per `interval` (`Duration::ZERO`: at once).
     pub(super) fn new(interval: Duration) -> Self {
         Self {
             state: Mutex::new(Notes::default()),
@@ -75,34 +70,55 @@ impl PendingNotes {
         }
     }
 
-    /// Keeps `payload` as job `job`'s newest note, replacing an older one still waiting.
-    pub(super) fn push(&self, job: JobId, payload: String) {
+    /// Keeps `payload` as job `job`'s newest note, replacing an older one still waiting;
+    /// `at_once` (a start or an end) makes the waiting notes due now. Answers whether the
+    /// notifier must be woken: nothing was waiting before, or the notes just became due.
+    pub(super) fn push(&self, job: JobId, payload: String, at_once: bool) -> bool {
         let mut notes = self.lock();
+        let was_empty = notes.by_job.is_empty();
+        let was_urgent = notes.urgent;
         if notes.by_job.len() < MAX_PENDING || notes.by_job.contains_key(&job) {
             notes.by_job.insert(job, payload);
+            notes.urgent |= at_once;
         }
+        was_empty || (notes.urgent && !was_urgent)
     }
 
-    /// Drops job `job`'s waiting note: the job ended, and its end was announced.
-    pub(super) fn forget(&self, job: JobId) {
-        self.lock().by_job.remove(&job);
-    }
-
-    /// Every waiting note, for one claim statement to send, if `interval` has passed since a
-    /// claim last took some (else none). Unless [`Sending::answered`] settles them, they go back
-    /// when it drops (a newer note of the same job wins): a claim that failed on a lost
-    /// connection, or was dropped halfway, loses none.
-    pub(super) fn sending(&self) -> Sending<'_> {
-        self.sending_at(Instant::now())
-    }
-
-    fn sending_at(&self, now: Instant) -> Sending<'_> {
-        let mut notes = self.lock();
-        let due = notes
+    /// How long until the waiting notes are due (zero: now); `None` when none wait.
+    pub(super) fn due_in(&self, now: Instant) -> Option<Duration> {
+        let notes = self.lock();
+        if notes.by_job.is_empty() {
+            return None;
+        }
+        let since = notes
             .last_sent
-            .is_none_or(|last| now.saturating_duration_since(last) >= self.interval);
-        let taken: Vec<(JobId, String)> = if due && !notes.by_job.is_empty() {
+            .map_or(self.interval, |last| now.saturating_duration_since(last));
+        Some(if notes.urgent {
+            Duration::ZERO
+        } else {
+            self.interval.saturating_sub(since)
+        })
+    }
+
+    /// Every waiting note, for one send, if they are due (else none). Unless
+    /// [`Sending::answered`] settles them, they go back when it drops (a newer note of the
+    /// same job wins): a send that failed on a lost connection, or was dropped halfway,
+    /// loses none.
+    pub(super) fn sending(&self) -> Sending<'_> {
+        self.sending_at(Instant::now(), false)
+    }
+
+    /// Every waiting note, due or not: the last send before the store goes away.
+    pub(super) fn sending_all(&self) -> Sending<'_> {
+        self.sending_at(Instant::now(), true)
+    }
+
+    fn sending_at(&self, now: Instant, all: bool) -> Sending<'_> {
+        let due = all || self.due_in(now) == Some(Duration::ZERO);
+        let mut notes = self.lock();
+        let taken: Vec<(JobId, String)> = if due {
             notes.last_sent = Some(now);
+            notes.urgent = false;
             notes.by_job.drain().collect()
         } else {
             Vec::new()
@@ -123,7 +139,7 @@ impl PendingNotes {
     }
 }
 
-/// Payloads on their way out with one claim statement ([`PendingNotes::sending`]).
+/// Payloads on their way out with one send ([`PendingNotes::sending`]).
 #[derive(Debug)]
 pub(super) struct Sending<'a> {
     notes: &'a PendingNotes,
@@ -139,9 +155,9 @@ impl Sending<'_> {
         &self.payloads
     }
 
-    /// Takes the statement's answer: these notes are not to be sent again if it ran, or if
+    /// Takes the send's answer: these notes are not to be sent again if it ran, or if
     /// the server refused it for any reason but a lost connection (a `NOTIFY` it cannot
-    /// take, for one), so that one bad note cannot fail every later claim; after a lost
+    /// take, for one), so that one bad note cannot fail every later send; after a lost
     /// connection they are put back (on drop). Notes are progress, superseded by the next.
     pub(super) fn answered<R>(mut self, answer: &Result<R, StoreError>) {
         self.settled = !matches!(answer, Err(StoreError::Unavailable(_)));
@@ -231,15 +247,15 @@ mod tests {
     #[test]
     fn notes_sent_are_gone_and_notes_not_sent_come_back_unless_newer() {
         let notes = PendingNotes::new(Duration::ZERO);
-        notes.push(job(1), "1a".into());
-        notes.push(job(2), "2a".into());
+        notes.push(job(1), "1a".into(), false);
+        notes.push(job(2), "2a".into(), false);
         let sending = notes.sending();
         let mut sent = sending.payloads().to_vec();
         sent.sort();
         assert_eq!(sent, ["1a", "2a"]);
-        notes.push(job(2), "2b".into()); // stored while the claim runs
-        notes.push(job(3), "3a".into());
-        drop(sending); // the claim was dropped halfway
+        notes.push(job(2), "2b".into(), false); // stored while the send runs
+        notes.push(job(3), "3a".into(), false);
+        drop(sending); // the send was dropped halfway
         assert_eq!(
             queued(&notes),
             ["1a", "2b", "3a"],
@@ -251,39 +267,91 @@ mod tests {
         let refused: Result<(), StoreError> = Err(StoreError::Failed("no".into()));
         notes.sending().answered(&refused); // refused for good
         assert!(queued(&notes).is_empty());
-        notes.push(job(4), "4a".into());
+        notes.push(job(4), "4a".into(), false);
         notes.sending().answered(&Ok(())); // sent
         assert!(queued(&notes).is_empty());
     }
 
     #[test]
-    fn only_the_newest_note_of_a_job_waits_and_an_ended_job_has_none() {
+    fn only_the_newest_note_of_a_job_waits() {
         let notes = PendingNotes::new(Duration::ZERO);
-        notes.push(job(1), "1a".into());
-        notes.push(job(1), "1b".into());
-        notes.push(job(2), "2a".into());
+        notes.push(job(1), "1a".into(), false);
+        notes.push(job(1), "1b".into(), false);
+        notes.push(job(2), "2a".into(), false);
         assert_eq!(queued(&notes), ["1b", "2a"]);
-        notes.forget(job(2));
-        assert_eq!(queued(&notes), ["1b"]);
+        notes.push(job(2), "2 ended".into(), true);
+        assert_eq!(
+            queued(&notes),
+            ["1b", "2 ended"],
+            "an end replaces the job's progress"
+        );
+    }
+
+    #[test]
+    fn a_start_or_an_end_is_due_at_once_and_wakes_the_notifier_once() {
+        let interval = Duration::from_millis(100);
+        let notes = PendingNotes::new(interval);
+        let start = Instant::now();
+        assert_eq!(notes.due_in(start), None, "nothing waits");
+        assert!(
+            notes.push(job(1), "1a".into(), false),
+            "the first note wakes"
+        );
+        notes.sending_at(start, false).answered(&Ok(()));
+        assert!(
+            notes.push(job(1), "1b".into(), false),
+            "the first note since the send"
+        );
+        assert!(
+            !notes.push(job(2), "2a".into(), false),
+            "progress waits its turn"
+        );
+        let soon = start + Duration::from_millis(40);
+        assert_eq!(notes.due_in(soon), Some(Duration::from_millis(60)));
+        assert!(
+            notes.sending_at(soon, false).payloads().is_empty(),
+            "not due yet"
+        );
+        assert!(
+            notes.push(job(3), "3 ended".into(), true),
+            "an end makes them due"
+        );
+        assert!(!notes.push(job(4), "4 started".into(), true), "already due");
+        assert_eq!(notes.due_in(soon), Some(Duration::ZERO));
+        let sending = notes.sending_at(soon, false);
+        let mut sent = sending.payloads().to_vec();
+        sent.sort();
+        assert_eq!(
+            sent,
+            ["1b", "2a", "3 ended", "4 started"],
+            "everything waiting goes"
+        );
+        sending.answered(&Ok(()));
+        notes.push(job(1), "1c".into(), false);
+        assert_eq!(
+            notes.due_in(soon),
+            Some(interval),
+            "progress is due an interval after the last send"
+        );
     }
 
     #[test]
     fn notes_go_out_at_most_once_per_interval() {
         let notes = PendingNotes::new(Duration::from_millis(100));
         let start = Instant::now();
-        notes.push(job(1), "1a".into());
-        let first = notes.sending_at(start);
-        assert_eq!(first.payloads(), ["1a"], "the first claim sends at once");
+        notes.push(job(1), "1a".into(), false);
+        let first = notes.sending_at(start, false);
+        assert_eq!(first.payloads(), ["1a"], "the first send goes at once");
         first.answered(&Ok(()));
-        notes.push(job(1), "1b".into());
-        let early = notes.sending_at(start + Duration::from_millis(99));
+        notes.push(job(1), "1b".into(), false);
+        let early = notes.sending_at(start + Duration::from_millis(99), false);
         assert!(early.payloads().is_empty(), "not yet due");
         early.answered(&Ok(())); // an empty take drops nothing
         assert_eq!(queued(&notes), ["1b"]);
-        let due = notes.sending_at(start + Duration::from_millis(100));
+        let due = notes.sending_at(start + Duration::from_millis(100), false);
         assert_eq!(due.payloads(), ["1b"]);
         drop(due); // a lost connection puts it back, due again at once
-        let retry = notes.sending_at(start + Duration::from_millis(101));
+        let retry = notes.sending_at(start + Duration::from_millis(101), false);
         assert_eq!(retry.payloads(), ["1b"]);
     }
 
@@ -291,16 +359,16 @@ mod tests {
     fn at_most_max_pending_jobs_wait_and_a_waiting_job_still_updates() {
         let notes = PendingNotes::new(Duration::ZERO);
         for n in 0..MAX_PENDING as u64 + 2 {
-            notes.push(job(n), n.to_string());
+            notes.push(job(n), n.to_string(), false);
         }
         assert_eq!(notes.lock().by_job.len(), MAX_PENDING);
-        notes.push(job(0), "newer".into());
+        notes.push(job(0), "newer".into(), false);
         assert_eq!(
             notes.lock().by_job.get(&job(0)).map(String::as_str),
             Some("newer")
         );
         let sending = notes.sending();
-        notes.push(job(1_000_000), "new".into());
+        notes.push(job(1_000_000), "new".into(), false);
         drop(sending); // put back: the new job's note and all the old ones fit again?
         let pending = notes.lock().by_job.len();
         assert_eq!(pending, MAX_PENDING, "never more than the cap");

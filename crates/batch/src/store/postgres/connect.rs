@@ -4,17 +4,76 @@
 //! One [`Connector`] serves the store's three kinds of connection: the one that migrates the
 //! schema, the `LISTEN` connection, and the pool's. The pool is not generic over the TLS
 //! connector (deadpool boxes it), so the choice stays a runtime value and no public type grows
-//! a type parameter.
+//! a type parameter. [`Connections`] hands out the pool's connections to the store's calls and
+//! to its notifier.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, RecyclingMethod};
+use deadpool_postgres::{
+    Hook, HookError, Manager, ManagerConfig, Object, Pool, RecyclingMethod, Transaction,
+};
 use tokio::task::JoinHandle;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::{Client, Config, NoTls, Socket};
 
 use super::PostgresError;
+
+/// The store's pool, and what a transaction on one of its connections runs first.
+#[derive(Debug, Clone)]
+pub(super) struct Connections {
+    pool: Pool,
+    /// `SET LOCAL search_path …` and the planner setting the claim needs (`options.rs`), run
+    /// first in every transaction over a pool the application gave
+    /// ([`PostgresOptions::connect_pool`](super::PostgresOptions::connect_pool)), whose
+    /// connections do not start with them. `None` on the store's own pool.
+    per_call: Option<Arc<str>>,
+    /// The longest wait for a connection of such a pool (ours has deadpool's own timeouts).
+    get_timeout: Option<Duration>,
+}
+
+impl Connections {
+    /// Connections of the store's own pool (`per_call` `None`) or of an application's.
+    pub(super) fn new(pool: Pool, per_call: Option<String>, get_timeout: Option<Duration>) -> Self {
+        Self {
+            pool,
+            per_call: per_call.map(Arc::from),
+            get_timeout,
+        }
+    }
+
+    /// Whether a one-statement call may run in autocommit: on the store's own pool, whose
+    /// connections start in its schema and settings.
+    pub(super) fn autocommit(&self) -> bool {
+        self.per_call.is_none()
+    }
+
+    /// A pooled connection, within the timeouts.
+    pub(super) async fn client(&self) -> Result<Object, PostgresError> {
+        let Some(timeout) = self.get_timeout else {
+            return Ok(self.pool.get().await?);
+        };
+        match tokio::time::timeout(timeout, self.pool.get()).await {
+            Ok(client) => Ok(client?),
+            Err(_) => Err(PostgresError::Unavailable(format!(
+                "no pooled connection within {timeout:?}"
+            ))),
+        }
+    }
+
+    /// Opens a transaction on `client`, in the store's schema and planner settings.
+    pub(super) async fn begin<'a>(
+        &self,
+        client: &'a mut Object,
+    ) -> Result<Transaction<'a>, PostgresError> {
+        let tx = client.transaction().await?;
+        if let Some(sql) = &self.per_call {
+            tx.batch_execute(sql).await?;
+        }
+        Ok(tx)
+    }
+}
 
 /// Plain TCP, or TLS through rustls.
 #[derive(Clone)]

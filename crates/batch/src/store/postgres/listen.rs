@@ -11,7 +11,9 @@
 //!
 //! Every readable note is also sent to the [`Store::events`](crate::store::Store::events) receivers
 //! as [`StoreEvent::Progress`]; each time `LISTEN` succeeds (the first time included: changes
-//! before it were not heard either) they get [`StoreEvent::Missed`]. A malformed payload is
+//! before it were not heard either) they get [`StoreEvent::Missed`], and again every poll
+//! interval while it listens: notes sent after their changes' commits (`notifier.rs`) are lost
+//! when their process dies first, so no receiver may wait on one without a bound. A malformed payload is
 //! logged and is only a wake-up. Sending on the broadcast channel never waits: a receiver that
 //! falls behind lags, and treats that as `Missed`.
 
@@ -102,6 +104,8 @@ pub(super) struct Wakeups {
     connector: Connector,
     connect_timeout: Duration,
     channel: String,
+    /// How often a listening connection reports `Missed` again.
+    resync: Duration,
     signal: Arc<Signal>,
     /// The generation the last claim started at.
     seen: AtomicU64,
@@ -116,12 +120,14 @@ impl Wakeups {
         connector: Connector,
         connect_timeout: Duration,
         channel: String,
+        resync: Duration,
     ) -> Self {
         Self {
             config,
             connector,
             connect_timeout,
             channel,
+            resync,
             signal: Arc::default(),
             seen: AtomicU64::new(0),
             task: OnceLock::new(),
@@ -153,6 +159,7 @@ impl Wakeups {
                     connector: self.connector.clone(),
                     connect_timeout: self.connect_timeout,
                     channel: self.channel.clone(),
+                    resync: self.resync,
                 },
                 self.signal.clone(),
                 stop.clone(),
@@ -180,6 +187,7 @@ struct Listener {
     connector: Connector,
     connect_timeout: Duration,
     channel: String,
+    resync: Duration,
 }
 
 /// The listener task: listen, forward, reopen on loss, until `stop`.
@@ -202,12 +210,12 @@ async fn listen_once(listener: &Listener, signal: &Signal) {
     match &listener.connector {
         Connector::Plain => {
             let connected = within(timeout, config.connect(NoTls)).await;
-            listen_on(connected, &listener.channel, signal).await;
+            listen_on(connected, listener, signal).await;
         }
         #[cfg(feature = "postgres-tls")]
         Connector::Rustls(tls) => {
             let connected = within(timeout, config.connect(tls.clone())).await;
-            listen_on(connected, &listener.channel, signal).await;
+            listen_on(connected, listener, signal).await;
         }
     }
 }
@@ -215,7 +223,7 @@ async fn listen_once(listener: &Listener, signal: &Signal) {
 /// Listens on one opened connection until it is lost.
 async fn listen_on<S, T>(
     connected: Result<(Client, Connection<S, T>), PostgresError>,
-    channel: &str,
+    listener: &Listener,
     signal: &Signal,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -241,7 +249,7 @@ async fn listen_on<S, T>(
         }
     };
     let subscribe = async {
-        let sql = format!("LISTEN \"{channel}\"");
+        let sql = format!("LISTEN \"{}\"", listener.channel);
         match client.batch_execute(&sql).await {
             // Changes made while this connection was not listening are not announced.
             Ok(()) => {
@@ -253,7 +261,10 @@ async fn listen_on<S, T>(
                 return;
             }
         }
-        std::future::pending::<()>().await;
+        loop {
+            tokio::time::sleep(listener.resync).await;
+            signal.publish(StoreEvent::Missed);
+        }
     };
     tokio::select! {
         () = drive => {}

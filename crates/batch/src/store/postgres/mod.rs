@@ -1,8 +1,9 @@
 //! [`PostgresStore`]: jobs in a PostgreSQL database that several runner processes share.
 //!
 //! Files: `options.rs` (settings, checked before anything connects, and the constructors),
-//! `connect.rs` (plain or TLS connections under the connect timeout), `carry.rs` (what a
-//! stored target leaves for the next statements), `tls.rs` (rustls, feature
+//! `connect.rs` (plain or TLS connections under the connect timeout, and the pool's),
+//! `carry.rs` (what a call leaves for later: notes to send, the stored total), `notifier.rs`
+//! (the notes of claims and stores, sent after their commits), `tls.rs` (rustls, feature
 //! `postgres-tls`), `listen.rs` (the `LISTEN` connection), `schema.rs` (migrations),
 //! `queries.rs` (every call's SQL), `error.rs`.
 //!
@@ -12,18 +13,17 @@
 //!    succeeds: a failed or dropped call changes nothing.
 //! 2. Every transaction runs in the store's schema, with bitmap scans off (the claim must
 //!    walk its index in order, `queries.rs`): the pool the store builds sets both at
-//!    connection start-up; on an application's pool ([`per_call`]) each transaction sets
-//!    them with `SET LOCAL` first.
+//!    connection start-up; on an application's pool each transaction sets them with `SET
+//!    LOCAL` first (`connect.rs`, `Connections`).
 //! 3. The schema name entering SQL was validated (no quote can occur in it) and is quoted.
 //! 4. Nothing waits on the server without a bound, except a statement a live server delays
 //!    (see the type's guarantees).
-//!
-//! [`per_call`]: PostgresStore::per_call
 
 mod carry;
 mod connect;
 mod error;
 mod listen;
+mod notifier;
 mod options;
 mod queries;
 mod schema;
@@ -34,6 +34,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use deadpool_postgres::{Object, Pool, Transaction};
+
+use connect::Connections;
 use tokio::sync::broadcast;
 
 pub use error::PostgresError;
@@ -76,22 +78,23 @@ use crate::time::Timestamp;
 ///   again (at-least-once fetch, as when a replica dies) and stored once.
 /// - **Retry times** are the runners' own clocks (a busy target's wait): replicas whose
 ///   clocks disagree shift a retry by the difference, never run a target twice.
-/// - **Wake-ups**: submit, a retry, a release, a cancel and a job's end send `NOTIFY`; idle
-///   workers of every replica `LISTEN` and claim at once, and claim again at least every
-///   [`PostgresOptions::poll_interval`] regardless.
-/// - **Events**: each of those `NOTIFY`s, one for a claim that starts a job, and progress
-///   notes of stored targets carry the job's status and counts right after the change;
+/// - **Wake-ups**: submit, a retry, a release and a cancel send `NOTIFY` in their
+///   transactions; idle workers of every replica `LISTEN` and claim at once, and claim again
+///   at least every [`PostgresOptions::poll_interval`] regardless.
+/// - **Events**: each of those `NOTIFY`s, and the notes of a job's start, its stored targets
+///   and its end, carry the job's status and counts right after the change;
 ///   [`Store::events`] receivers get each as a [`StoreEvent::Progress`] (from every replica,
-///   this one included), and a [`StoreEvent::Missed`] whenever the listening connection was
-///   (re)opened, since changes made while it was not listening are not announced. Stored
-///   targets of jobs that go on are announced newest per job, by one of the same process's
-///   claims at most every [`PostgresOptions::progress_interval`] (100 ms by default: every
-///   `NOTIFY` costs every replica's listener work), so watchers elsewhere see a running job's
-///   counts that late at most while the process claims; a replica that stops claiming may
-///   leave its last notes unsent, and watchers elsewhere then see those jobs' next changes
-///   instead. A job's start and end are always announced at once, its end with the store
-///   that ends it. The listener starts at the first `events` call made inside a tokio
-///   runtime, or at the first idle wait.
+///   this one included). Starts, stored targets and ends are announced by the process
+///   right after their commits, in statements of their own that do not wait for the disk
+///   (inside a durable store, PostgreSQL's notify lock would be held through the flush, one
+///   announcing store after another): starts and ends at once, stored targets of jobs that
+///   go on newest per job at most every [`PostgresOptions::progress_interval`] (100 ms by
+///   default: every `NOTIFY` costs every replica's listener work). A process that dies
+///   right after a change may leave it unannounced, so receivers also get a
+///   [`StoreEvent::Missed`] at least every poll interval, and whenever the listening
+///   connection was (re)opened (changes made while it was not listening are not announced
+///   either): the runner then re-reads the jobs it watches. The listener starts at the
+///   first `events` call made inside a tokio runtime, or at the first idle wait.
 /// - **A lost connection** is a [`StoreError::Unavailable`]: the runner retries the call on a
 ///   fresh connection; the transaction rolled back, so nothing is lost or stored twice.
 /// - `max_live_jobs` and one live job per caller hold across replicas (`submit` takes an
@@ -129,19 +132,13 @@ use crate::time::Timestamp;
 /// ```
 #[derive(Debug)]
 pub struct PostgresStore {
-    pool: Pool,
-    /// `SET LOCAL search_path …` and the planner setting the claim needs (`options.rs`), run
-    /// first in every transaction over a pool the application gave
-    /// ([`PostgresOptions::connect_pool`]), whose connections do not start with them.
-    per_call: Option<String>,
-    /// The longest wait for a connection of such a pool (ours has deadpool's own timeouts).
-    get_timeout: Option<Duration>,
+    connections: Connections,
     wakeups: listen::Wakeups,
     channel: String,
     lease_ttl: Duration,
     poll_interval: Duration,
-    /// Progress notes a claim statement sends, newest per job, at most every progress interval.
-    notes: carry::PendingNotes,
+    /// Sends the notes of claims and stores after their commits.
+    notifier: notifier::Notifier,
     /// The stored bytes, read at most every 100 ms, for the budget check after each store.
     stored_total: carry::StoredTotal,
 }
@@ -157,61 +154,64 @@ impl PostgresStore {
     ) -> Self {
         let schema = options.schema_name();
         let channel = format!("batch_{schema}");
-        Self {
+        let connections = Connections::new(
             pool,
-            per_call: foreign_pool.then(|| {
+            foreign_pool.then(|| {
                 format!("SET LOCAL search_path TO \"{schema}\"; SET LOCAL enable_bitmapscan TO off")
             }),
-            get_timeout: foreign_pool.then(|| options.get_timeout()),
+            foreign_pool.then(|| options.get_timeout()),
+        );
+        Self {
+            notifier: notifier::Notifier::new(
+                connections.clone(),
+                channel.clone(),
+                options.progress(),
+            ),
+            connections,
             wakeups: listen::Wakeups::new(
                 listen,
                 connector,
                 options.open_timeout(),
                 channel.clone(),
+                options.poll(),
             ),
             channel,
             lease_ttl: options.lease(),
             poll_interval: options.poll(),
-            notes: carry::PendingNotes::new(options.progress()),
             stored_total: carry::StoredTotal::default(),
         }
     }
 
     /// A pooled connection, within the timeouts.
     async fn client(&self) -> Result<Object, PostgresError> {
-        let Some(timeout) = self.get_timeout else {
-            return Ok(self.pool.get().await?);
-        };
-        match tokio::time::timeout(timeout, self.pool.get()).await {
-            Ok(client) => Ok(client?),
-            Err(_) => Err(PostgresError::Unavailable(format!(
-                "no pooled connection within {timeout:?}"
-            ))),
-        }
+        self.connections.client().await
     }
 
     /// Opens a transaction on `client`, in the store's schema and planner settings.
     async fn begin<'a>(&self, client: &'a mut Object) -> Result<Transaction<'a>, PostgresError> {
-        let tx = client.transaction().await?;
-        if let Some(sql) = &self.per_call {
-            tx.batch_execute(sql).await?;
-        }
-        Ok(tx)
+        self.connections.begin(client).await
     }
 
-    /// Keeps what a store statement left for later (its progress note, its bytes in the
-    /// total) and answers its completion.
+    /// Keeps what a store statement left for later (its note, at once if it ended the job;
+    /// its bytes in the total) and answers its completion.
     fn stored(&self, claim: &Claim, stored: queries::Stored) -> Completion {
         if let Some(note) = stored.note {
-            self.notes.push(claim.job, note);
-        } else if let Completion::Stored { ended: Some(_), .. } = stored.completion {
-            // Its end went out inside the statement: an older note would only trail it.
-            self.notes.forget(claim.job);
+            let ended = matches!(stored.completion, Completion::Stored { ended: Some(_), .. });
+            self.notifier.push(claim.job, note, ended);
         }
         if let Completion::Stored { bytes, .. } = stored.completion {
             self.stored_total.add(bytes);
         }
         stored.completion
+    }
+
+    /// Hands a claim's start note to the notifier, and answers the claim.
+    fn claimed(&self, claimed: Option<queries::Claimed>) -> Option<Claim> {
+        let claimed = claimed?;
+        if let Some(note) = claimed.start_note {
+            self.notifier.push(claimed.claim.job, note, true);
+        }
+        Some(claimed.claim)
     }
 
     /// Default options, to change before connecting.
@@ -290,7 +290,7 @@ macro_rules! one_statement {
     ($store:expr, |$c:ident| $body:expr) => {{
         let call = async {
             let mut client = $store.client().await?;
-            let value = if $store.per_call.is_none() {
+            let value = if $store.connections.autocommit() {
                 let $c = &client;
                 $body.await?
             } else {
@@ -342,18 +342,10 @@ impl Store for PostgresStore {
         // may have been the only work: a second statement, with a fresh snapshot, sees it. An
         // idle worker pays this one statement more; a busy one never does.
         for _ in 0..2 {
-            let notes = self.notes.sending();
-            let claimed = one_statement!(self, |c| queries::claim(
-                c,
-                &self.channel,
-                now,
-                self.lease_ttl,
-                notes.payloads()
-            ));
-            notes.answered(&claimed);
-            let (claim, _client) = claimed?;
-            if claim.is_some() {
-                return Ok(claim);
+            let (claimed, _client) =
+                one_statement!(self, |c| queries::claim(c, now, self.lease_ttl))?;
+            if let Some(claim) = self.claimed(claimed) {
+                return Ok(Some(claim));
             }
         }
         Ok(None)
@@ -370,13 +362,7 @@ impl Store for PostgresStore {
         result: TargetState,
         now: Timestamp,
     ) -> Result<Completion, StoreError> {
-        let (stored, _client) = one_statement!(self, |c| queries::complete(
-            c,
-            &self.channel,
-            claim,
-            result,
-            now
-        ))?;
+        let (stored, _client) = one_statement!(self, |c| queries::complete(c, claim, result, now))?;
         Ok(self.stored(claim, stored))
     }
 
@@ -387,19 +373,14 @@ impl Store for PostgresStore {
         now: Timestamp,
     ) -> Result<(Completion, Option<Claim>), StoreError> {
         self.wakeups.claiming();
-        let notes = self.notes.sending();
-        let answered = one_statement!(self, |c| queries::complete_and_claim(
+        let ((stored, next), _client) = one_statement!(self, |c| queries::complete_and_claim(
             c,
-            &self.channel,
             claim,
             result,
             now,
-            self.lease_ttl,
-            notes.payloads()
-        ));
-        notes.answered(&answered);
-        let ((stored, next), _client) = answered?;
-        Ok((self.stored(claim, stored), next))
+            self.lease_ttl
+        ))?;
+        Ok((self.stored(claim, stored), self.claimed(next)))
     }
 
     async fn retry_later(

@@ -102,13 +102,12 @@ impl PostgresOptions {
     }
 
     /// How often this process announces the progress of jobs that go on (default 100 ms, from
-    /// zero to 1 h): the stored targets' notes wait, newest per job, and go out with the first
-    /// claim at least this long after the last claim that sent some. Replicas' watchers
+    /// zero to 1 h): the stored targets' notes wait, newest per job, and go out together at
+    /// least this long after the last announcement this process sent. Replicas' watchers
     /// ([`Store::events`](crate::store::Store::events)) then see a running job's counts this
-    /// late at most (while this process claims: an idle worker claims at least every
-    /// [`poll_interval`](Self::poll_interval)); a job's start and end are announced at once
-    /// whatever this says. Every announcement wakes every replica's listening connection, so
-    /// one per stored target (`Duration::ZERO`) costs each replica work for the targets of
+    /// late at most; a job's start and end are announced at once whatever this says (right
+    /// after their commits). Every announcement wakes every replica's listening connection,
+    /// so one per stored target (`Duration::ZERO`) costs each replica work for the targets of
     /// all the others.
     #[must_use]
     pub fn progress_interval(mut self, interval: Duration) -> Self {

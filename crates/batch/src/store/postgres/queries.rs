@@ -19,10 +19,9 @@
 //!   a compact [`Note`] as payload: whether the change can make a job claimable (then idle
 //!   workers of every replica wake), and the job's status and counts right after it. The
 //!   listener (`listen.rs`) turns each into a [`StoreEvent`](crate::store::StoreEvent). A
-//!   stored target of a job that goes on is announced *after* its commit, newest per job, by
-//!   one of the same process's claim statements at most every `progress_interval`
-//!   ([`claim_sql`], [`complete_and_claim_sql`], [`Stored::note`], `carry.rs`); everything
-//!   else inside its transaction (delivered at commit).
+//!   job's start, its stored targets and its end are announced *after* their commit, by the
+//!   process's notifier (`notifier.rs`; [`Claimed::start_note`], [`Stored::note`]); a
+//!   submit, a retry, a release and a cancel inside their transaction (delivered at commit).
 //! - **Durability where it is owed.** PostgreSQL serializes the commits of transactions that
 //!   sent `NOTIFY`, flush to disk included; and a claim, a renewal, a busy retry or a release
 //!   lost in a server crash loses no result (the lease and the fencing token make it good).
@@ -197,6 +196,21 @@ async fn notify(tx: &Transaction<'_>, channel: &str, note: Note) -> Result<()> {
     Ok(())
 }
 
+/// Sends `payloads` on `channel` in one statement that commits [`relaxed`] (a lost note
+/// only delays watchers; `notifier.rs`): a transaction that sent `NOTIFY` holds the server's
+/// notify lock through its commit, and a relaxed commit does not wait for the disk. In
+/// autocommit on the store's own pool, or inside `tx`'s transaction on an application's.
+pub(super) async fn send_notes<C: GenericClient>(
+    client: &C,
+    channel: &str,
+    payloads: &[String],
+) -> Result<()> {
+    const SQL: &str = "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', TRUE))
+         SELECT COUNT(pg_notify($1, note)) FROM relaxed, unnest($2::TEXT[]) AS note";
+    query_opt_on(client, SQL, &[&channel, &payloads]).await?;
+    Ok(())
+}
+
 /// A job's counts from its row's `total`, `done` and `failed` (`INTEGER` columns).
 fn counts(total: i32, done: i32, failed: i32) -> Counts {
     sql::counts(total.into(), done.into(), failed.into())
@@ -281,8 +295,9 @@ pub(super) async fn submit(
 
 /// The claim statement: picks the claimable job served longest ago (`$1` is the caller's
 /// `now`, for retry times; `$2` the lease in microseconds), skipping rows other transactions
-/// hold, claims its next target, stamps it served, and announces a job it starts on channel
-/// `$3`: the whole claim in one statement, so one round trip.
+/// hold, claims its next target and stamps it served: the whole claim in one statement, so
+/// one round trip. It answers the job's counts too, for the note of a job it starts
+/// ([`Claimed::start_note`], sent after the commit like every progress note: `notifier.rs`).
 ///
 /// The `served = (SELECT … seen …)` condition keeps the rotation's order under concurrent
 /// claims. The scan orders rows by the stamps in the statement's snapshot; when it locks a
@@ -301,66 +316,45 @@ pub(super) async fn submit(
 ///
 /// It also makes its transaction's commit [`relaxed`] (`set_config(…, TRUE)` is `SET LOCAL`
 /// as a function, so it costs no round trip): a claim lost in a server crash is a job not
-/// claimed, and its holder's store is then refused by the fencing token. The start's
-/// payload has [`Note::payload`]'s words (a progress note: `p <job> running <pending> <done>
-/// <failed>`), which [`Note::parse`] reads.
-///
-/// With `notes`, `$4` carries the payloads of progress notes this process's stores left to
-/// send ([`complete`]): the `notes` CTE sends them whether or not a job is claimed. The
-/// statement always answers one row (`claimed` joined to it, all `NULL` when nothing was
-/// claimed). Without notes to send (most calls) the statement has no such CTE and no `$4`:
-/// every CTE costs executor start-up in every call, empty or not.
+/// claimed, and its holder's store is then refused by the fencing token. The statement
+/// always answers one row (`claimed` joined to it, all `NULL` when nothing was claimed).
 ///
 /// The pick must walk `jobs_claimable` in order and stop at the first job it can lock; the
 /// store's connections plan with `enable_bitmapscan` off (`options.rs`), because a bitmap scan
 /// reads every entry of the index, the dead ones every claim leaves included, and sorts.
-fn claim_sql(notes: bool) -> &'static str {
-    fn sql(notes: Option<&'static str>) -> String {
+fn claim_sql() -> &'static str {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
         let claim = claim_ctes(&ClaimParams {
             now: "$1",
             lease: "$2",
-            channel: "$3",
-            notes,
             relaxed: true,
             also: "",
         });
-        let columns = claim_columns(notes.is_some());
         format!(
             "WITH {claim}
-             SELECT {columns}
+             SELECT {CLAIM_COLUMNS}
              FROM (SELECT 1) AS one LEFT JOIN claimed AS c ON TRUE"
         )
-    }
-    static WITH_NOTES: LazyLock<String> = LazyLock::new(|| sql(Some("$4")));
-    static WITHOUT: LazyLock<String> = LazyLock::new(|| sql(None));
-    if notes { &WITH_NOTES } else { &WITHOUT }
+    });
+    &SQL
 }
 
 /// The placeholders and options of [`claim_ctes`].
 struct ClaimParams {
     now: &'static str,
     lease: &'static str,
-    channel: &'static str,
-    /// The placeholder of the payloads of notes to send, if any are.
-    notes: Option<&'static str>,
     /// Whether the claim's transaction commits [`relaxed`]: not when a store shares it.
     relaxed: bool,
     /// More conditions on the picked job (`AND …`).
     also: &'static str,
 }
 
-/// The claim's common table expressions (`pick`, `minted`, `claimed`, and `notes` when there
-/// are notes to send), shared by [`claim_sql`] and [`complete_and_claim_sql`];
-/// [`claim_columns`] reads them. A job the claim starts is announced from `claimed`'s
-/// `RETURNING` list (a data-modifying CTE runs to completion, its `RETURNING` list
-/// included, whether or not anything reads it), not from a CTE of its own: each CTE and the
-/// sub-select that makes it run cost executor start-up in every call.
+/// The claim's common table expressions (`pick`, `minted`, `claimed`), shared by
+/// [`claim_sql`] and [`complete_and_claim_sql`]; [`CLAIM_COLUMNS`] reads them.
 fn claim_ctes(p: &ClaimParams) -> String {
     let ClaimParams {
         now,
         lease,
-        channel,
-        notes,
         relaxed,
         also,
     } = p;
@@ -371,13 +365,6 @@ fn claim_ctes(p: &ClaimParams) -> String {
         )
     } else {
         ("", "")
-    };
-    let notes_cte = match notes {
-        Some(notes) => format!(
-            ",
-         notes AS (SELECT pg_notify({channel}, note) FROM unnest({notes}::TEXT[]) AS note)"
-        ),
-        None => String::new(),
     };
     format!(
         "pick AS (
@@ -403,28 +390,25 @@ fn claim_ctes(p: &ClaimParams) -> String {
              FROM minted AS pick{relaxed_from}, targets AS ct
              WHERE cj.id = pick.id AND ct.job = pick.id AND ct.idx = pick.next
              RETURNING cj.id, cj.caller, cj.next, cj.busy_since, cj.in_flight, cj.total, cj.done,
-                 cj.failed, pick.rescued, pick.started, ct.target,
-                 CASE WHEN pick.started THEN pg_notify({channel}, 'p ' || cj.id || ' running '
-                     || (cj.total - cj.done - cj.failed) || ' ' || cj.done || ' ' || cj.failed)
-                 END AS start_note){notes_cte}"
+                 cj.failed, pick.rescued, pick.started, ct.target)"
     )
 }
 
 /// What [`claim_ctes`] answers, as columns of a select over `claimed AS c` (all `NULL` when
-/// nothing was claimed); [`claimed_from_row`] reads them. With `notes`, a last column counts
-/// the notes sent: it makes the `notes` CTE run (PostgreSQL skips a `SELECT` CTE that nothing
-/// reads).
-fn claim_columns(notes: bool) -> &'static str {
-    if notes {
-        "c.id, c.caller, c.next, c.busy_since, c.in_flight, c.rescued, c.started, c.target, \
-         (SELECT COUNT(*) FROM notes)"
-    } else {
-        "c.id, c.caller, c.next, c.busy_since, c.in_flight, c.rescued, c.started, c.target"
-    }
+/// nothing was claimed); [`claimed_from_row`] reads them.
+const CLAIM_COLUMNS: &str = "c.id, c.caller, c.next, c.busy_since, c.in_flight, c.rescued, \
+     c.started, c.target, c.total, c.done, c.failed";
+
+/// A claim a statement made, with the note that announces the job's start if it started one.
+pub(super) struct Claimed {
+    pub(super) claim: Claim,
+    /// The payload of the start's progress note (`p <job> running <pending> <done>
+    /// <failed>`, [`Note::payload`]), for [`Notifier::push`](super::notifier::Notifier::push).
+    pub(super) start_note: Option<String>,
 }
 
-/// The claim in [`claim_columns`] starting at column `at`, if one was made.
-fn claimed_from_row(row: &Row, at: usize) -> Option<Claim> {
+/// The claim in [`CLAIM_COLUMNS`] starting at column `at`, if one was made.
+fn claimed_from_row(row: &Row, at: usize) -> Option<Claimed> {
     let id = row.get::<_, Option<i64>>(at)?;
     let caller: String = row.get(at + 1);
     let index: i32 = row.get(at + 2);
@@ -436,7 +420,12 @@ fn claimed_from_row(row: &Row, at: usize) -> Option<Claim> {
     if rescued {
         tracing::warn!(job = id, "claim lease lapsed; the target is claimed again");
     }
-    Some(Claim {
+    let start_note = started.then(|| {
+        let counts = counts(row.get(at + 8), row.get(at + 9), row.get(at + 10));
+        let progress = Progress::new(JobStatus::Running, counts, None);
+        Note::new(false, id, progress).payload()
+    });
+    let claim = Claim {
         job: JobId::new(id as u64),
         caller: Caller::new(caller),
         index: index as usize,
@@ -445,27 +434,21 @@ fn claimed_from_row(row: &Row, at: usize) -> Option<Claim> {
         busy_since: busy_since.map(from_sql),
         rescued,
         started,
-    })
+    };
+    Some(Claimed { claim, start_note })
 }
 
-/// Claims the next target by the rotation, in one statement ([`claim_sql`]) that also sends
-/// `notes` (payloads of progress notes still to send).
+/// Claims the next target by the rotation, in one statement ([`claim_sql`]).
 pub(super) async fn claim<C: GenericClient>(
     client: &C,
-    channel: &str,
     now: Timestamp,
     lease: Duration,
-    notes: &[String],
-) -> Result<Option<Claim>> {
+) -> Result<Option<Claimed>> {
     let now = to_sql(now);
     let lease = micros(lease);
-    let mut params: Vec<&(dyn ToSql + Sync)> = vec![&now, &lease, &channel];
-    if !notes.is_empty() {
-        params.push(&notes);
-    }
     // The statement answers one row, all `NULL` when it claimed nothing (no row at all would
     // mean the same).
-    let row = query_opt_on(client, claim_sql(!notes.is_empty()), &params).await?;
+    let row = query_opt_on(client, claim_sql(), &[&now, &lease]).await?;
     Ok(row.and_then(|row| claimed_from_row(&row, 0)))
 }
 
@@ -534,15 +517,12 @@ async fn end_claim(
 /// The store statement: stores a claimed target's result (`$7`–`$10`) under the claim's
 /// token (`$2`; the fencing: a stale claim matches no row), moves the job's `next` and counts,
 /// and, when that was the job's last target, settles its status ([`sql::SETTLED`]), puts it
-/// into the eviction order, announces its end on channel `$11` (`$12` is the outcome's letter)
-/// inside the statement (from `j`'s `RETURNING` list, as [`claim_ctes`] announces a start),
-/// so the end is as durable as the result, and counts the live jobs left. The notify lock
-/// is taken only at commit, so nothing waits on it while the statement runs. One statement,
-/// so one round trip and one commit. (The bytes the store holds are not read here: the
-/// budget check reads them at most every 100 ms, `carry.rs`.)
-///
-/// The end's payload has [`Note::payload`]'s words (a progress note with the last target),
-/// which [`Note::parse`] reads.
+/// into the eviction order and counts the live jobs left. One statement, so one round trip
+/// and one commit. It sends no `NOTIFY`: the job's progress or end note goes out after the
+/// commit ([`Stored::note`], `notifier.rs`), because PostgreSQL holds its notify lock through
+/// the commit's flush to disk, which would serialize the stores that end jobs. (The bytes
+/// the store holds are not read here either: the budget check reads them at most every
+/// 100 ms, `carry.rs`.)
 fn complete_sql() -> &'static str {
     static SQL: LazyLock<String> = LazyLock::new(|| {
         format!(
@@ -556,7 +536,7 @@ fn complete_sql() -> &'static str {
 }
 
 /// The store's common table expressions (`j`, `t`), shared by [`complete_sql`] and
-/// [`complete_and_claim_sql`], with the placeholders `$1`–`$12` of [`complete_sql`];
+/// [`complete_and_claim_sql`], with the placeholders `$1`–`$10` of [`complete_sql`];
 /// [`store_columns`] reads them.
 fn store_ctes() -> &'static str {
     static SQL: LazyLock<String> = LazyLock::new(|| {
@@ -571,10 +551,7 @@ fn store_ctes() -> &'static str {
                               ELSE nextval('touches') END,
              touched = CASE WHEN {LIVE} AND next + 1 < total THEN touched ELSE $6 END
          WHERE id = $1 AND in_flight = $2
-         RETURNING id, status, next, total, done, failed, created,
-             CASE WHEN NOT ({LIVE}) THEN pg_notify($11, 'p ' || id || ' ' || status || ' '
-                 || (total - done - failed) || ' ' || done || ' ' || failed || ' '
-                 || (next - 1) || ' ' || $12) END AS end_note),
+         RETURNING id, status, next, total, done, failed, created),
      t AS (
          UPDATE targets SET state = $7, output = $8, error = $9, hint = $10
          FROM j WHERE targets.job = j.id AND targets.idx = j.next - 1
@@ -602,44 +579,39 @@ fn store_columns() -> &'static str {
 const STORE_WIDTH: usize = 8;
 
 /// The store statement and a claim in one ([`complete_and_claim`]): [`store_ctes`], then
-/// [`claim_ctes`] with the store's `now` (`$6`) and channel (`$11`), the lease `$13` and the
-/// notes `$14` (when there are notes to send; see [`claim_sql`]), picking only when the
+/// [`claim_ctes`] with the store's `now` (`$6`) and the lease `$11`, picking only when the
 /// store matched its claim (`EXISTS (SELECT 1 FROM j)`: a stale claim's call claims nothing)
 /// and never the stored job itself (`id <> $1`: two updates of one row in one statement are
-/// not allowed, and the pick's snapshot still sees that job's claim out anyway). The claim commits with the store, as durably.
-fn complete_and_claim_sql(notes: bool) -> &'static str {
-    fn sql(notes: Option<&'static str>) -> String {
+/// not allowed, and the pick's snapshot still sees that job's claim out anyway). The claim
+/// commits with the store, as durably.
+fn complete_and_claim_sql() -> &'static str {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
         let claim = claim_ctes(&ClaimParams {
             now: "$6",
-            lease: "$13",
-            channel: "$11",
-            notes,
+            lease: "$11",
             relaxed: false,
             also: "AND id <> $1 AND EXISTS (SELECT 1 FROM j)",
         });
         format!(
             "WITH {}, {claim}
-             SELECT {}, {}
+             SELECT {}, {CLAIM_COLUMNS}
              FROM (SELECT 1) AS one LEFT JOIN j ON TRUE LEFT JOIN claimed AS c ON TRUE",
             store_ctes(),
             store_columns(),
-            claim_columns(notes.is_some())
         )
-    }
-    static WITH_NOTES: LazyLock<String> = LazyLock::new(|| sql(Some("$14")));
-    static WITHOUT: LazyLock<String> = LazyLock::new(|| sql(None));
-    if notes { &WITH_NOTES } else { &WITHOUT }
+    });
+    &SQL
 }
 
 /// A stored target, as [`complete`] reports it.
 pub(super) struct Stored {
     /// What the store answers.
     pub(super) completion: Completion,
-    /// For a job that goes on, the payload of its progress note, which the next claim
-    /// statement sends ([`claim_sql`]): a `NOTIFY` in this statement would hold PostgreSQL's
-    /// database-wide notify lock through the commit's flush to disk, serializing every
-    /// replica's stores, and a statement of its own costs a round trip per target. No wake-up
-    /// is needed for a job that goes on: the worker that stored it is claiming already.
+    /// The payload of the job's progress note (its end's, if this store ended it), which
+    /// `notifier.rs` sends after the commit: a `NOTIFY` in this statement would hold
+    /// PostgreSQL's database-wide notify lock through the commit's flush to disk. No wake-up
+    /// is needed: the worker that stored it is claiming already, and an ended job frees no
+    /// target. `None` for a stale claim.
     pub(super) note: Option<String>,
 }
 
@@ -656,8 +628,6 @@ struct StoreArgs<'a> {
     error: Option<&'a str>,
     hint: Option<&'a str>,
     outcome: TargetOutcome,
-    /// The outcome's letter in the end's payload.
-    letter: &'static str,
 }
 
 impl<'a> StoreArgs<'a> {
@@ -665,10 +635,10 @@ impl<'a> StoreArgs<'a> {
         let (state, output, error, hint) = result
             .to_columns()
             .ok_or_else(|| PostgresError::InvalidRow("a pending result cannot be stored".into()))?;
-        let (outcome, letter) = if state == "done" {
-            (TargetOutcome::Done, "d")
+        let outcome = if state == "done" {
+            TargetOutcome::Done
         } else {
-            (TargetOutcome::Failed, "f")
+            TargetOutcome::Failed
         };
         Ok(Self {
             id: claim.job.get() as i64,
@@ -682,12 +652,11 @@ impl<'a> StoreArgs<'a> {
             error,
             hint,
             outcome,
-            letter,
         })
     }
 
-    /// The store statement's parameters `$1`–`$12`, `channel` the eleventh.
-    fn params<'p>(&'p self, channel: &'p &'p str) -> [&'p (dyn ToSql + Sync); 12] {
+    /// The store statement's parameters `$1`–`$10`.
+    fn params(&self) -> [&(dyn ToSql + Sync); 10] {
         [
             &self.id,
             &self.token,
@@ -699,8 +668,6 @@ impl<'a> StoreArgs<'a> {
             &self.output,
             &self.error,
             &self.hint,
-            channel,
-            &self.letter,
         ]
     }
 }
@@ -735,9 +702,7 @@ fn stored_from_row(row: &Row, at: usize, claim: &Claim, args: &StoreArgs<'_>) ->
         after: now.saturating_since(from_sql(created)),
         live_jobs: usize::try_from(live).unwrap_or(0),
     });
-    let note = status
-        .is_live()
-        .then(|| Note::new(false, id, progress).payload());
+    let note = Some(Note::new(false, id, progress).payload());
     Ok(Stored {
         completion: Completion::Stored {
             bytes: args.bytes as u64,
@@ -751,13 +716,12 @@ fn stored_from_row(row: &Row, at: usize, claim: &Claim, args: &StoreArgs<'_>) ->
 /// Stores a claimed target's result in one statement ([`complete_sql`]).
 pub(super) async fn complete<C: GenericClient>(
     client: &C,
-    channel: &str,
     claim: &Claim,
     result: TargetState,
     now: Timestamp,
 ) -> Result<Stored> {
     let args = StoreArgs::new(claim, &result, now)?;
-    match query_opt_on(client, complete_sql(), &args.params(&channel)).await? {
+    match query_opt_on(client, complete_sql(), &args.params()).await? {
         Some(row) => stored_from_row(&row, 0, claim, &args),
         None => Ok(Stored {
             completion: Completion::Stale,
@@ -767,26 +731,21 @@ pub(super) async fn complete<C: GenericClient>(
 }
 
 /// Stores a claimed target's result and claims the next target by the rotation, in one
-/// statement ([`complete_and_claim_sql`]) that also sends `notes`. The claim is `None` when
-/// the store was stale or no other job was claimable in the statement's snapshot.
+/// statement ([`complete_and_claim_sql`]). The claim is `None` when the store was stale or
+/// no other job was claimable in the statement's snapshot.
 pub(super) async fn complete_and_claim<C: GenericClient>(
     client: &C,
-    channel: &str,
     claim: &Claim,
     result: TargetState,
     now: Timestamp,
     lease: Duration,
-    notes: &[String],
-) -> Result<(Stored, Option<Claim>)> {
+) -> Result<(Stored, Option<Claimed>)> {
     let args = StoreArgs::new(claim, &result, now)?;
     let lease = micros(lease);
-    let mut params = args.params(&channel).to_vec();
+    let mut params = args.params().to_vec();
     params.push(&lease);
-    if !notes.is_empty() {
-        params.push(&notes);
-    }
     // One row always: `j` and `claimed` are outer-joined to it.
-    let row = query_opt_on(client, complete_and_claim_sql(!notes.is_empty()), &params)
+    let row = query_opt_on(client, complete_and_claim_sql(), &params)
         .await?
         .ok_or_else(|| PostgresError::InvalidRow("the store-and-claim answered no row".into()))?;
     let stored = stored_from_row(&row, 0, claim, &args)?;

@@ -6,8 +6,7 @@ mod pg;
 
 use std::sync::Arc;
 
-use lockgate_batch::store::PostgresStore;
-use lockgate_batch::store::Store;
+use lockgate_batch::store::{PostgresStore, Store, StoreEvent};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 /// Runs one job of three targets through a runner over `store`; returns the outputs.
@@ -64,7 +63,28 @@ async fn a_store_over_the_applications_pool_runs_a_job_in_its_schema() {
         .connect_pool(pool.clone(), config)
         .await
         .unwrap();
+    // Another replica hears the job's notes, which the store sends on the application's
+    // pool too (each in a transaction that sets the schema first).
+    let other = pg::open(pg::options().schema(schema.as_str()));
+    let mut events = other.events().expect("a shared store has events");
+    let first = tokio::time::timeout(pg::PATIENCE, events.recv()).await;
+    assert_eq!(first.unwrap().unwrap(), StoreEvent::Missed, "listening");
     assert_eq!(run_a_job(store).await, [101, 102, 103]);
+    let ended = async {
+        loop {
+            if let StoreEvent::Progress { progress, .. } = events.recv().await.unwrap()
+                && progress.status == JobStatus::Done
+            {
+                return progress.counts.done;
+            }
+        }
+    };
+    let done = tokio::time::timeout(pg::PATIENCE, ended).await;
+    assert_eq!(
+        done.unwrap(),
+        3,
+        "the end's note came from the application's pool"
+    );
 
     let client = pool.get().await.unwrap();
     let sql = format!("SELECT COUNT(*) FROM \"{schema}\".targets WHERE state = 'done'");

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use lockgate_batch::hooks::Hooks;
 use lockgate_batch::store::{
-    Claim, Completion, NewJob, PostgresStore, StoreEvent, StoreWrapper, Submitted,
+    Claim, Completion, NewJob, PostgresOptions, PostgresStore, StoreEvent, StoreWrapper, Submitted,
 };
 use lockgate_batch::store::{Store, Timestamp};
 use lockgate_batch::{
@@ -535,15 +535,18 @@ async fn a_change_through_one_store_is_an_event_on_the_other() {
     assert!(cancelled.is_newer_than(&second) && cancelled.is_newer_than(&stored));
 }
 
-/// A stored target's progress note goes out whether or not its store makes another call: the
-/// notifier sends it, no claim has to carry it (a replica whose workers went idle once left
-/// its last notes unsent).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stored_targets_note_goes_out_without_another_call() {
-    if !pg::available() {
-        return;
-    }
-    let options = pg::options().schema(pg::fresh_schema().as_str());
+/// Two stores over `options`' schema, the second listening; through the first, a job of two
+/// targets whose first is claimed and stored. Returns both stores, the second's events, the
+/// job and its progress after that store.
+async fn first_target_stored(
+    options: PostgresOptions,
+) -> (
+    PostgresStore,
+    PostgresStore,
+    broadcast::Receiver<StoreEvent>,
+    JobId,
+    Progress,
+) {
     let (one, two) = (pg::open(options.clone()), pg::open(options));
     let mut events = two.events().expect("a shared store has events");
     listening(&mut events).await;
@@ -560,10 +563,32 @@ async fn a_stored_targets_note_goes_out_without_another_call() {
         counts(1, 1, 0),
         Some((0, TargetOutcome::Done)),
     );
+    (one, two, events, id, stored)
+}
+
+/// The progress events on `events` up to and including `last`.
+async fn progress_until(
+    events: &mut broadcast::Receiver<StoreEvent>,
+    last: (JobId, Progress),
+) -> Vec<(JobId, Progress)> {
     let mut seen = Vec::new();
-    while seen.last() != Some(&(id, stored)) {
-        seen.push(next_progress(&mut events).await);
+    while seen.last() != Some(&last) {
+        seen.push(next_progress(events).await);
     }
+    seen
+}
+
+/// A stored target's progress note goes out whether or not its store makes another call: the
+/// notifier sends it, no claim has to carry it (a replica whose workers went idle once left
+/// its last notes unsent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_targets_note_goes_out_without_another_call() {
+    if !pg::available() {
+        return;
+    }
+    let options = pg::options().schema(pg::fresh_schema().as_str());
+    let (_one, _two, mut events, id, stored) = first_target_stored(options).await;
+    let seen = progress_until(&mut events, (id, stored)).await;
     assert_eq!(
         seen.iter().map(|(_, p)| p.status).collect::<Vec<_>>(),
         [JobStatus::Queued, JobStatus::Running, JobStatus::Running],
@@ -755,27 +780,9 @@ async fn a_dropped_store_sends_the_notes_still_waiting() {
     let options = pg::options()
         .schema(pg::fresh_schema().as_str())
         .progress_interval(Duration::from_secs(3600));
-    let (one, two) = (pg::open(options.clone()), pg::open(options));
-    let mut events = two.events().expect("a shared store has events");
-    listening(&mut events).await;
-    let now = Timestamp::from(SystemTime::now());
-    let job = NewJob::new(Caller::new("ann"), vec!["1".into(), "2".into()], now, 10);
-    let id = one.submit(job).await.unwrap().id;
-    let claim = one.claim(now).await.unwrap().expect("the job is ready");
-    let output = TargetState::Done {
-        output_json: "1".into(),
-    };
-    one.complete(&claim, output, now).await.unwrap();
-    let stored = Progress::new(
-        JobStatus::Running,
-        counts(1, 1, 0),
-        Some((0, TargetOutcome::Done)),
-    );
+    let (one, _two, mut events, id, stored) = first_target_stored(options).await;
     drop(one);
-    let mut seen = Vec::new();
-    while seen.last() != Some(&(id, stored)) {
-        seen.push(next_progress(&mut events).await);
-    }
+    let seen = progress_until(&mut events, (id, stored)).await;
     assert_eq!(
         seen.len(),
         3,

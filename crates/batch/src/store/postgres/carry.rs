@@ -86,7 +86,10 @@ impl PendingNotes {
 
     /// How long until the waiting notes are due (zero: now); `None` when none wait.
     pub(super) fn due_in(&self, now: Instant) -> Option<Duration> {
-        let notes = self.lock();
+        self.due_in_locked(&self.lock(), now)
+    }
+
+    fn due_in_locked(&self, notes: &Notes, now: Instant) -> Option<Duration> {
         if notes.by_job.is_empty() {
             return None;
         }
@@ -114,8 +117,8 @@ impl PendingNotes {
     }
 
     fn sending_at(&self, now: Instant, all: bool) -> Sending<'_> {
-        let due = all || self.due_in(now) == Some(Duration::ZERO);
         let mut notes = self.lock();
+        let due = all || self.due_in_locked(&notes, now) == Some(Duration::ZERO);
         let taken: Vec<(JobId, String)> = if due {
             notes.last_sent = Some(now);
             notes.urgent = false;

@@ -12,9 +12,9 @@
 //! Every readable note is also sent to the [`Store::events`](crate::store::Store::events) receivers
 //! as [`StoreEvent::Progress`]; each time `LISTEN` succeeds (the first time included: changes
 //! before it were not heard either) they get [`StoreEvent::Missed`], and again every poll
-//! interval while it listens: notes sent after their changes' commits (`notifier.rs`) are lost
-//! when their process dies first, so no receiver may wait on one without a bound. A malformed payload is
-//! logged and is only a wake-up. Sending on the broadcast channel never waits: a receiver that
+//! interval while it listens: notes sent after their changes' commits (`notifier.rs`) are
+//! lost when their process dies first, so no receiver may wait on one without a bound. A
+//! malformed payload is logged and is only a wake-up. Sending on the broadcast channel never waits: a receiver that
 //! falls behind lags, and treats that as `Missed`.
 
 use std::future::poll_fn;

@@ -34,10 +34,9 @@ use std::future::Future;
 use std::time::Duration;
 
 use deadpool_postgres::{Object, Pool, Transaction};
-
-use connect::Connections;
 use tokio::sync::broadcast;
 
+use connect::Connections;
 pub use error::PostgresError;
 pub use options::PostgresOptions;
 

@@ -198,8 +198,9 @@ async fn notify(tx: &Transaction<'_>, channel: &str, note: Note) -> Result<()> {
 
 /// Sends `payloads` on `channel` in one statement that commits [`relaxed`] (a lost note
 /// only delays watchers; `notifier.rs`): a transaction that sent `NOTIFY` holds the server's
-/// notify lock through its commit, and a relaxed commit does not wait for the disk. In
-/// autocommit on the store's own pool, or inside `tx`'s transaction on an application's.
+/// notify lock through its commit, and a relaxed commit does not wait for the disk. `client`
+/// is a connection of the store's own pool (autocommit) or a transaction on an
+/// application's.
 pub(super) async fn send_notes<C: GenericClient>(
     client: &C,
     channel: &str,

@@ -3,7 +3,8 @@
 //! Files: `options.rs` (settings, checked before anything connects, and the constructors),
 //! `connect.rs` (plain or TLS connections under the connect timeout, and the pool's),
 //! `carry.rs` (what a call leaves for later: notes to send, the stored total), `notifier.rs`
-//! (the notes of claims and stores, sent after their commits), `tls.rs` (rustls, feature
+//! (the notes of claims and stores, sent after their commits), `floor.rs` (where a claim's
+//! walk of the rotation index starts), `tls.rs` (rustls, feature
 //! `postgres-tls`), `listen.rs` (the `LISTEN` connection), `schema.rs` (migrations),
 //! `queries.rs` (every call's SQL), `error.rs`.
 //!
@@ -22,6 +23,7 @@
 mod carry;
 mod connect;
 mod error;
+mod floor;
 mod listen;
 mod notifier;
 mod options;
@@ -140,6 +142,8 @@ pub struct PostgresStore {
     notifier: notifier::Notifier,
     /// The stored bytes, read at most every 100 ms, for the budget check after each store.
     stored_total: carry::StoredTotal,
+    /// Where claims' picks start, read at most every 10 ms.
+    served_floor: floor::ServedFloor,
 }
 
 impl PostgresStore {
@@ -178,6 +182,7 @@ impl PostgresStore {
             lease_ttl: options.lease(),
             poll_interval: options.poll(),
             stored_total: carry::StoredTotal::default(),
+            served_floor: floor::ServedFloor::default(),
         }
     }
 
@@ -307,6 +312,23 @@ macro_rules! one_statement {
     }};
 }
 
+impl PostgresStore {
+    /// The floor of the next claim's pick, read first when a read is due (`floor.rs`). A
+    /// failed read keeps the floor it had, which stays a floor; the claim then goes on.
+    async fn served_floor(&self) -> i64 {
+        if let Some(reading) = self.served_floor.due() {
+            match transaction!(self, |tx| queries::served_floor(
+                &tx,
+                self.served_floor.get()
+            )) {
+                Ok(lowest) => reading.set(lowest),
+                Err(err) => tracing::debug!(%err, "reading the claims' floor failed"),
+            }
+        }
+        self.served_floor.get()
+    }
+}
+
 impl Store for PostgresStore {
     fn lease_ttl(&self) -> Option<Duration> {
         Some(self.lease_ttl)
@@ -341,8 +363,9 @@ impl Store for PostgresStore {
         // may have been the only work: a second statement, with a fresh snapshot, sees it. An
         // idle worker pays this one statement more; a busy one never does.
         for _ in 0..2 {
+            let floor = self.served_floor().await;
             let (claimed, _client) =
-                one_statement!(self, |c| queries::claim(c, now, self.lease_ttl))?;
+                one_statement!(self, |c| queries::claim(c, now, self.lease_ttl, floor))?;
             if let Some(claim) = self.claimed(claimed) {
                 return Ok(Some(claim));
             }
@@ -372,12 +395,14 @@ impl Store for PostgresStore {
         now: Timestamp,
     ) -> Result<(Completion, Option<Claim>), StoreError> {
         self.wakeups.claiming();
+        let floor = self.served_floor().await;
         let ((stored, next), _client) = one_statement!(self, |c| queries::complete_and_claim(
             c,
             claim,
             result,
             now,
-            self.lease_ttl
+            self.lease_ttl,
+            floor
         ))?;
         Ok((self.stored(claim, stored), self.claimed(next)))
     }

@@ -6,7 +6,9 @@
 //! - **Claims run in parallel.** A claim is one `UPDATE` of the claimable job served longest
 //!   ago (`store/sql.rs`), picked `ORDER BY served, id LIMIT 1 FOR UPDATE SKIP LOCKED`: no row
 //!   is locked by every claim, and concurrent claims each take a different job instead of
-//!   queueing behind one another. The fairness bound this leaves is in `Store`'s docs.
+//!   queueing behind one another. The fairness bound this leaves is in `Store`'s docs. The
+//!   walk starts at the store's floor, the lowest stamp of a live job read at most every
+//!   10 ms (`floor.rs`), above the dead entries every claim leaves behind.
 //! - **Leases on the server's clock.** A claim sets `lease_until` from the server's `now()`,
 //!   and a claim whose lease lapsed by the server's `now()` counts as no claim: its job is
 //!   claimable, and the next claim of it is a *rescue* (a new token, so a late write from the
@@ -295,8 +297,8 @@ pub(super) async fn submit(
 }
 
 /// The claim statement: picks the claimable job served longest ago (`$1` is the caller's
-/// `now`, for retry times; `$2` the lease in microseconds), skipping rows other transactions
-/// hold, claims its next target and stamps it served: the whole claim in one statement, so
+/// `now`, for retry times; `$2` the lease in microseconds; `$3` the store's [`ServedFloor`],
+/// below which no live job's stamp lies), skipping rows other transactions hold, claims its next target and stamps it served: the whole claim in one statement, so
 /// one round trip. It answers the job's counts too, for the note of a job it starts
 /// ([`Claimed::start_note`], sent after the commit like every progress note: `notifier.rs`).
 ///
@@ -322,12 +324,17 @@ pub(super) async fn submit(
 ///
 /// The pick must walk `jobs_claimable` in order and stop at the first job it can lock; the
 /// store's connections plan with `enable_bitmapscan` off (`options.rs`), because a bitmap scan
-/// reads every entry of the index, the dead ones every claim leaves included, and sorts.
-fn claim_sql() -> &'static str {
+/// reads every entry of the index, the dead ones every claim leaves included, and sorts. The
+/// walk starts at the floor (`served >= $3`, an index condition): the dead entries every
+/// claim leaves lie below every live one, and their pages stay until a vacuum (`floor.rs`).
+///
+/// [`ServedFloor`]: super::floor::ServedFloor
+pub(super) fn claim_sql() -> &'static str {
     static SQL: LazyLock<String> = LazyLock::new(|| {
         let claim = claim_ctes(&ClaimParams {
             now: "$1",
             lease: "$2",
+            floor: "$3",
             relaxed: true,
             also: "",
         });
@@ -344,6 +351,8 @@ fn claim_sql() -> &'static str {
 struct ClaimParams {
     now: &'static str,
     lease: &'static str,
+    /// The lowest stamp the pick looks at (`floor.rs`).
+    floor: &'static str,
     /// Whether the claim's transaction commits [`relaxed`]: not when a store shares it.
     relaxed: bool,
     /// More conditions on the picked job (`AND …`).
@@ -356,6 +365,7 @@ fn claim_ctes(p: &ClaimParams) -> String {
     let ClaimParams {
         now,
         lease,
+        floor,
         relaxed,
         also,
     } = p;
@@ -371,7 +381,7 @@ fn claim_ctes(p: &ClaimParams) -> String {
         "pick AS (
              SELECT id, next, in_flight IS NOT NULL AS rescued, status = 'queued' AS started
              FROM jobs
-             WHERE {LIVE} AND {HAS_WORK}
+             WHERE {LIVE} AND {HAS_WORK} AND served >= {floor}
                AND (in_flight IS NULL OR lease_until <= {SERVER_NOW})
                AND (retry_at IS NULL OR retry_at <= {now})
                AND served = (SELECT seen.served FROM jobs AS seen WHERE seen.id = jobs.id)
@@ -444,13 +454,30 @@ pub(super) async fn claim<C: GenericClient>(
     client: &C,
     now: Timestamp,
     lease: Duration,
+    floor: i64,
 ) -> Result<Option<Claimed>> {
     let now = to_sql(now);
     let lease = micros(lease);
     // The statement answers one row, all `NULL` when it claimed nothing (no row at all would
     // mean the same).
-    let row = query_opt_on(client, claim_sql(), &[&now, &lease]).await?;
+    let row = query_opt_on(client, claim_sql(), &[&now, &lease, &floor]).await?;
     Ok(row.and_then(|row| claimed_from_row(&row, 0)))
+}
+
+/// The lowest stamp of a live job (`None`: no job is live), the floor of the claims that
+/// follow (`floor.rs`). It holds the submit lock shared while it reads, in a statement after
+/// the lock's (a fresh snapshot under `READ COMMITTED`), so every submit that drew a stamp
+/// before it has committed and is seen.
+pub(super) async fn served_floor(tx: &Transaction<'_>, floor: i64) -> Result<Option<i64>> {
+    tx.batch_execute(&format!(
+        "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+         SELECT pg_advisory_xact_lock_shared({SUBMIT_LOCK})"
+    ))
+    .await?;
+    let sql = format!("SELECT MIN(served) FROM jobs WHERE {LIVE} AND served >= $1");
+    Ok(query_opt(tx, &sql, &[&floor])
+        .await?
+        .and_then(|row| row.get(0)))
 }
 
 pub(super) async fn renew(tx: &Transaction<'_>, claim: &Claim, lease: Duration) -> Result<bool> {
@@ -580,7 +607,7 @@ fn store_columns() -> &'static str {
 const STORE_WIDTH: usize = 8;
 
 /// The store statement and a claim in one ([`complete_and_claim`]): [`store_ctes`], then
-/// [`claim_ctes`] with the store's `now` (`$6`) and the lease `$11`, picking only when the
+/// [`claim_ctes`] with the store's `now` (`$6`), the lease `$11` and the floor `$12`, picking only when the
 /// store matched its claim (`EXISTS (SELECT 1 FROM j)`: a stale claim's call claims nothing)
 /// and never the stored job itself (`id <> $1`: two updates of one row in one statement are
 /// not allowed, and the pick's snapshot still sees that job's claim out anyway). The claim
@@ -590,6 +617,7 @@ fn complete_and_claim_sql() -> &'static str {
         let claim = claim_ctes(&ClaimParams {
             now: "$6",
             lease: "$11",
+            floor: "$12",
             relaxed: false,
             also: "AND id <> $1 AND EXISTS (SELECT 1 FROM j)",
         });
@@ -740,11 +768,13 @@ pub(super) async fn complete_and_claim<C: GenericClient>(
     result: TargetState,
     now: Timestamp,
     lease: Duration,
+    floor: i64,
 ) -> Result<(Stored, Option<Claimed>)> {
     let args = StoreArgs::new(claim, &result, now)?;
     let lease = micros(lease);
     let mut params = args.params().to_vec();
     params.push(&lease);
+    params.push(&floor);
     // One row always: `j` and `claimed` are outer-joined to it.
     let row = query_opt_on(client, complete_and_claim_sql(), &params)
         .await?

@@ -68,3 +68,197 @@ mod notes {
         }
     }
 }
+
+/// The claims' floor (`floor.rs`) against a server: the read waits for a submit under way,
+/// and the claim statement walks its index from the floor. Skipped without
+/// `BATCH_TEST_POSTGRES_URL` (saying so), as the integration tests are.
+mod floor_on_a_server {
+    use std::time::{Duration, SystemTime};
+
+    use crate::job::{Caller, TargetState};
+    use crate::store::postgres::{PostgresStore, queries};
+    use crate::store::{NewJob, Store};
+    use crate::time::Timestamp;
+
+    const LEASE: Duration = Duration::from_secs(30);
+
+    async fn store() -> Option<PostgresStore> {
+        let Some(url) = std::env::var("BATCH_TEST_POSTGRES_URL")
+            .ok()
+            .filter(|url| !url.is_empty())
+        else {
+            println!("skipped: set BATCH_TEST_POSTGRES_URL to run the PostgreSQL tests");
+            return None;
+        };
+        let schema = format!(
+            "t_floor_{}_{}",
+            std::process::id(),
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+                % (1 << 40)
+        );
+        let store = PostgresStore::options()
+            .schema(schema)
+            .connect(&url)
+            .await
+            .expect("connect the test store");
+        // Dead index entries must stay where the claims leave them for the walk to show.
+        store
+            .client()
+            .await
+            .unwrap()
+            .batch_execute("ALTER TABLE jobs SET (autovacuum_enabled = false)")
+            .await
+            .unwrap();
+        Some(store)
+    }
+
+    fn now() -> Timestamp {
+        Timestamp::from(SystemTime::now())
+    }
+
+    fn job(caller: &str, targets: usize) -> NewJob {
+        NewJob::new(
+            Caller::new(caller),
+            (0..targets).map(|i| i.to_string()).collect(),
+            now(),
+            100,
+        )
+    }
+
+    async fn stamp(store: &PostgresStore, caller: &str) -> i64 {
+        let client = store.client().await.unwrap();
+        let row = client
+            .query_one("SELECT served FROM jobs WHERE caller = $1", &[&caller])
+            .await
+            .unwrap();
+        row.get(0)
+    }
+
+    /// A submit draws its job's stamp inside its transaction. A floor read while it is
+    /// uncommitted would miss it and could come out above it, and the claims bounded by that
+    /// floor would never reach the job. The read holds the submit lock shared, so it waits
+    /// for the submit and sees the job.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_floor_read_waits_for_a_submit_under_way() {
+        let Some(store) = store().await else { return };
+        store.submit(job("first", 3)).await.unwrap();
+        // A submit under way: it holds the lock and has drawn its stamp, above `first`'s.
+        let mut submitting = store.client().await.unwrap();
+        let submit = submitting.transaction().await.unwrap();
+        queries::submit(&submit, &store.channel, job("second", 3))
+            .await
+            .unwrap();
+        // `first` is claimed meanwhile: its stamp moves above `second`'s.
+        let claimer = store.client().await.unwrap();
+        let claimed = queries::claim(&claimer, now(), LEASE, 0).await.unwrap();
+        assert!(claimed.is_some_and(|c| c.claim.caller == Caller::new("first")));
+
+        let mut reader = store.client().await.unwrap();
+        let read = async {
+            let tx = reader.transaction().await.unwrap();
+            let floor = queries::served_floor(&tx, 0).await.unwrap();
+            tx.commit().await.unwrap();
+            floor
+        };
+        let watcher = store.client().await.unwrap();
+        let waiting = async {
+            loop {
+                let row = watcher
+                    .query_one(
+                        "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                        &[],
+                    )
+                    .await
+                    .unwrap();
+                if row.get::<_, i64>(0) > 0 {
+                    return;
+                }
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::pin!(read);
+        tokio::select! {
+            floor = &mut read => panic!("the read did not wait for the submit: floor {floor:?}"),
+            () = waiting => {}
+        }
+        submit.commit().await.unwrap();
+        let floor = read.await;
+        assert_eq!(floor, Some(stamp(&store, "second").await));
+        assert!(stamp(&store, "first").await > floor.unwrap());
+    }
+
+    /// Buffers the claim statement's pick reads with `floor`, as `EXPLAIN (ANALYZE,
+    /// BUFFERS)` counts them (it claims, as the statement does).
+    async fn claim_buffers(store: &PostgresStore, floor: i64) -> i64 {
+        let client = store.client().await.unwrap();
+        let now = crate::store::sql::to_micros(now());
+        let lease = i64::try_from(LEASE.as_micros()).unwrap();
+        let sql = format!("EXPLAIN (ANALYZE, BUFFERS) {}", queries::claim_sql());
+        let rows = client.query(&sql, &[&now, &lease, &floor]).await.unwrap();
+        // The first `Buffers:` line under `CTE pick` is the pick's (its top node's).
+        let line = rows
+            .iter()
+            .map(|row| row.get::<_, String>(0))
+            .skip_while(|line| line.trim() != "CTE pick")
+            .find(|line| line.trim_start().starts_with("Buffers:"))
+            .expect("EXPLAIN counts the pick's buffers");
+        let count = |word: &str| {
+            line.split([' ', ','])
+                .find_map(|part| part.strip_prefix(word))
+                .map_or(0, |n| n.parse::<i64>().unwrap())
+        };
+        count("hit=") + count("read=")
+    }
+
+    /// Every claim leaves a dead `jobs_claimable` entry below every live one; a claim bounded
+    /// by the floor starts above them, so it reads a fraction of the buffers an unbounded
+    /// one reads once a few thousand claims were made (here, with vacuum off, and a snapshot
+    /// held open during the claims so that their entries are not cleaned up at once).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_claim_starts_its_walk_at_the_floor() {
+        let Some(store) = store().await else { return };
+        let jobs = 8;
+        let claims = 1_000;
+        for j in 0..jobs {
+            store
+                .submit(job(&format!("c{j}"), claims / jobs + 2))
+                .await
+                .unwrap();
+        }
+        // A snapshot held open, as concurrent workers' transactions hold theirs: the entries
+        // the claims leave stay (recently dead), so the index grows as under load.
+        let mut holder = store.client().await.unwrap();
+        let snapshot = holder
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .start()
+            .await
+            .unwrap();
+        snapshot.query_one("SELECT 1", &[]).await.unwrap();
+        for _ in 0..claims {
+            let claim = store.claim(now()).await.unwrap().expect("work is left");
+            let done = TargetState::Done {
+                output_json: "1".into(),
+            };
+            store.complete(&claim, done, now()).await.unwrap();
+        }
+        let floor = {
+            let mut client = store.client().await.unwrap();
+            let tx = client.transaction().await.unwrap();
+            let floor = queries::served_floor(&tx, 0).await.unwrap().unwrap();
+            tx.commit().await.unwrap();
+            floor
+        };
+        snapshot.commit().await.unwrap();
+        // Bounded first: a walk marks the entries it finds dead, which spares later walks.
+        let bounded = claim_buffers(&store, floor).await;
+        let unbounded = claim_buffers(&store, 0).await;
+        assert!(
+            bounded * 3 < unbounded,
+            "from the floor {bounded} buffers, from the low end {unbounded}"
+        );
+    }
+}

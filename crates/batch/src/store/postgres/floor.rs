@@ -1,0 +1,147 @@
+//! [`ServedFloor`]: where a claim's walk of `jobs_claimable` starts.
+//!
+//! The claim's pick walks `jobs_claimable` (`served, id`) from its low end and stops at the
+//! first job it can take (`queries.rs`). Every claim moves its job's stamp to the high end and
+//! leaves the old entry behind, dead. Scans mark dead entries as they pass, but the leaf pages
+//! holding them stay until a vacuum, and they all lie *below* every live entry (a stamp only
+//! grows). So a pick that starts at the low end reads every page of dead entries left since
+//! the last vacuum, a cost that grows with the claims made since (about 21 leaf pages per
+//! 5,000 claims, `docs/batch.md`). A pick bounded by `served >= floor` descends the tree
+//! straight to the floor instead, and walks only the entries left since the floor was read.
+//!
+//! Invariants:
+//!
+//! 1. **A floor is never above a claimable job's stamp for longer than one read.** The floor
+//!    is the lowest stamp of a live job, read with the submit lock held shared
+//!    (`queries::served_floor`), so no submit that drew its stamp before the read is still
+//!    uncommitted (invisible to it). After the read, a live job's stamp only grows (a claim
+//!    draws a new one from the `serves` sequence, nothing lowers one), and a job submitted
+//!    later draws a stamp above every stamp drawn before, the floor's included. Each read
+//!    replaces the floor (never keeps the larger of two), so even a read that missed a job
+//!    (a server whose default isolation level took the snapshot before the lock) holds it
+//!    back only until the next read.
+//! 2. **One read at a time per store, at most every [`READ_EVERY`].** [`ServedFloor::due`]
+//!    hands out one [`Reading`]; the next is due [`READ_EVERY`] after that one began, whether
+//!    it succeeded, failed or was dropped (so an unreachable server costs a claim at most one
+//!    failed read per interval). A failed read keeps the floor it had, which invariant 1
+//!    keeps valid.
+//!
+//! The floor starts at 0, which bounds nothing: a store's first claim reads it.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a floor serves before the next claim reads it again. Between two reads a pick
+/// walks past the entries of the claims made since the last (about 50 at 5,000 claims a
+/// second, each a heap visit while it is only recently dead); a read costs the claim that
+/// makes it one transaction of two statements. Read every 100 ms, the store-and-claim
+/// statement read twice the buffers it reads at 10 ms (`docs/batch.md`).
+pub(super) const READ_EVERY: Duration = Duration::from_millis(10);
+
+/// The lowest stamp a claim's pick needs to look at, read from the table at most every
+/// [`READ_EVERY`].
+#[derive(Debug, Default)]
+pub(super) struct ServedFloor(Mutex<State>);
+
+#[derive(Debug, Default)]
+struct State {
+    floor: i64,
+    /// When the last read began.
+    read_at: Option<Instant>,
+    /// A read is under way.
+    reading: bool,
+}
+
+impl ServedFloor {
+    /// The floor for the pick now.
+    pub(super) fn get(&self) -> i64 {
+        self.lock().floor
+    }
+
+    /// A read to make now, if one is due and none is under way.
+    pub(super) fn due(&self) -> Option<Reading<'_>> {
+        self.due_at(Instant::now())
+    }
+
+    fn due_at(&self, now: Instant) -> Option<Reading<'_>> {
+        let mut state = self.lock();
+        let due = state
+            .read_at
+            .is_none_or(|at| now.saturating_duration_since(at) >= READ_EVERY);
+        if state.reading || !due {
+            return None;
+        }
+        state.reading = true;
+        state.read_at = Some(now);
+        Some(Reading { floor: self })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The one read under way: [`set`](Self::set) what it found; dropped without, the floor
+/// stays as it was.
+#[derive(Debug)]
+pub(super) struct Reading<'a> {
+    floor: &'a ServedFloor,
+}
+
+impl Reading<'_> {
+    /// The lowest stamp of a live job, or `None` when no job is live (the floor then stays:
+    /// every job submitted later gets a higher stamp anyway).
+    pub(super) fn set(self, lowest: Option<i64>) {
+        if let Some(lowest) = lowest {
+            self.floor.lock().floor = lowest;
+        }
+    }
+}
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        self.floor.lock().reading = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_claim_reads_and_the_next_read_waits_its_interval() {
+        let floor = ServedFloor::default();
+        let start = Instant::now();
+        assert_eq!(floor.get(), 0, "no bound before the first read");
+        let reading = floor.due_at(start).expect("the first claim reads");
+        assert!(floor.due_at(start).is_none(), "one read at a time");
+        reading.set(Some(42));
+        assert_eq!(floor.get(), 42);
+        let almost = start + READ_EVERY - Duration::from_millis(1);
+        assert!(
+            floor.due_at(almost).is_none(),
+            "not due within the interval"
+        );
+        let reading = floor.due_at(start + READ_EVERY).expect("due after it");
+        reading.set(Some(17));
+        assert_eq!(floor.get(), 17, "a read replaces the floor, lower or not");
+    }
+
+    #[test]
+    fn a_failed_or_empty_read_keeps_the_floor_and_waits_its_interval() {
+        let floor = ServedFloor::default();
+        let start = Instant::now();
+        floor.due_at(start).unwrap().set(Some(9));
+        let later = start + READ_EVERY;
+        drop(floor.due_at(later).unwrap()); // failed, or its call dropped
+        assert_eq!(floor.get(), 9);
+        assert!(
+            floor.due_at(later).is_none(),
+            "a failed read counts for its interval"
+        );
+        floor.due_at(later + READ_EVERY).unwrap().set(None); // no live job
+        assert_eq!(floor.get(), 9);
+    }
+}

@@ -79,6 +79,9 @@ struct RunArgs {
     out: std::path::PathBuf,
     /// Fewer items and one repeat: a smoke test, not a measurement.
     quick: bool,
+    /// Every case's items times this (`--times`, 1 by default): a longer drain, for costs
+    /// that grow while a run lasts (dead index entries, between vacuums).
+    times: usize,
     /// Subjects to run (all when empty).
     only: Vec<Subject>,
     /// Cases to run by name (all when empty).
@@ -86,7 +89,8 @@ struct RunArgs {
 }
 
 const USAGE: &str = "usage:
-  postgres-peers run --out FILE [--quick] [--only SUBJECT[,SUBJECT…]] [--case CASE[,CASE…]]
+  postgres-peers run --out FILE [--quick] [--times N] [--only SUBJECT[,SUBJECT…]]
+      [--case CASE[,CASE…]]
       SUBJECT: ours, bare, apalis, river; CASE: zero, io
       the URL comes from env BATCH_BENCH_POSTGRES_URL
   postgres-peers child SUBJECT URL WORK_MS INDEX   (started by `run`; not for direct use)";
@@ -110,6 +114,7 @@ fn main() -> ExitCode {
 fn parse_run(args: &[String]) -> Result<RunArgs, String> {
     let mut out = None;
     let mut quick = false;
+    let mut times = 1;
     let mut only = Vec::new();
     let mut cases = Vec::new();
     let mut args = args.iter();
@@ -117,6 +122,13 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
         match arg.as_str() {
             "--out" => out = Some(args.next().ok_or("--out needs a file")?.into()),
             "--quick" => quick = true,
+            "--times" => {
+                times = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n: &usize| (1..=1_000).contains(&n))
+                    .ok_or("--times needs a number from 1 to 1000")?;
+            }
             "--only" => {
                 for name in args.next().ok_or("--only needs a subject")?.split(',') {
                     only.push(name.parse()?);
@@ -137,6 +149,7 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
     Ok(RunArgs {
         out,
         quick,
+        times,
         only,
         cases,
     })

@@ -28,13 +28,13 @@ fn cases(args: &RunArgs) -> Vec<Case> {
     let all = [
         Case {
             name: "zero",
-            items: 5_000 / scale,
+            items: 5_000 * args.times / scale,
             work: Duration::ZERO,
             jobs: 64,
         },
         Case {
             name: "io",
-            items: 1_000 / scale,
+            items: 1_000 * args.times / scale,
             work: Duration::from_millis(20),
             jobs: 64,
         },

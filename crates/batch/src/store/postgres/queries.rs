@@ -310,10 +310,12 @@ pub(super) async fn submit(
 /// another replica during this statement and released again (or back from a due retry)
 /// would be taken by its old stamp, ahead of jobs that had waited longer. The sub-select
 /// reads the snapshot's stamp, the re-check the newest one: a row whose stamp moved is
-/// skipped, and the job waits its turn. The target is joined on the picked (newest) `next`,
-/// not on `cj.next`, which the `UPDATE` reads from the snapshot: a lapsed claim's holder that
-/// stores its target meanwhile moves `next`, and the join would then match nothing, an empty
-/// claim while holding the job. `minted` draws the token and the stamp right after the lock,
+/// skipped, and the job waits its turn. The target is read by the picked (newest) `next`,
+/// not by `cj.next`, which the `UPDATE` reads from the snapshot: a lapsed claim's holder that
+/// stores its target meanwhile moves `next`, and `cj.next` would then name a stored target.
+/// It is read in a sub-select of `RETURNING`, one probe of `targets`' key whatever the
+/// planner estimates: joined in the `UPDATE`, a table without statistics yet was planned as a
+/// scan of every target of the job, probed by `job` alone (`docs/batch.md`). `minted` draws the token and the stamp right after the lock,
 /// so token order follows the order in which claims took their jobs as closely as one
 /// statement can (the three-runner test reads it).
 ///
@@ -398,10 +400,12 @@ fn claim_ctes(p: &ClaimParams) -> String {
                  lease_until = {SERVER_NOW} + {lease}, rescue = FALSE, retry_at = NULL,
                  status = 'running', served = pick.stamp,
                  updated = CASE WHEN pick.started THEN {now} ELSE cj.updated END
-             FROM minted AS pick{relaxed_from}, targets AS ct
-             WHERE cj.id = pick.id AND ct.job = pick.id AND ct.idx = pick.next
+             FROM minted AS pick{relaxed_from}
+             WHERE cj.id = pick.id
              RETURNING cj.id, cj.caller, cj.next, cj.busy_since, cj.in_flight, cj.total, cj.done,
-                 cj.failed, pick.rescued, pick.started, ct.target)"
+                 cj.failed, pick.rescued, pick.started,
+                 (SELECT ct.target FROM targets AS ct
+                  WHERE ct.job = pick.id AND ct.idx = pick.next) AS target)"
     )
 }
 
@@ -419,15 +423,21 @@ pub(super) struct Claimed {
 }
 
 /// The claim in [`CLAIM_COLUMNS`] starting at column `at`, if one was made.
-fn claimed_from_row(row: &Row, at: usize) -> Option<Claimed> {
-    let id = row.get::<_, Option<i64>>(at)?;
+fn claimed_from_row(row: &Row, at: usize) -> Result<Option<Claimed>> {
+    let Some(id) = row.get::<_, Option<i64>>(at) else {
+        return Ok(None);
+    };
     let caller: String = row.get(at + 1);
     let index: i32 = row.get(at + 2);
     let busy_since: Option<i64> = row.get(at + 3);
     let token: i64 = row.get(at + 4);
     let rescued: bool = row.get(at + 5);
     let started: bool = row.get(at + 6);
-    let target: String = row.get(at + 7);
+    let Some(target) = row.get::<_, Option<String>>(at + 7) else {
+        return Err(PostgresError::InvalidRow(format!(
+            "job {id} has no target {index}"
+        )));
+    };
     if rescued {
         tracing::warn!(job = id, "claim lease lapsed; the target is claimed again");
     }
@@ -446,7 +456,7 @@ fn claimed_from_row(row: &Row, at: usize) -> Option<Claimed> {
         rescued,
         started,
     };
-    Some(Claimed { claim, start_note })
+    Ok(Some(Claimed { claim, start_note }))
 }
 
 /// Claims the next target by the rotation, in one statement ([`claim_sql`]).
@@ -461,7 +471,10 @@ pub(super) async fn claim<C: GenericClient>(
     // The statement answers one row, all `NULL` when it claimed nothing (no row at all would
     // mean the same).
     let row = query_opt_on(client, claim_sql(), &[&now, &lease, &floor]).await?;
-    Ok(row.and_then(|row| claimed_from_row(&row, 0)))
+    match row {
+        Some(row) => claimed_from_row(&row, 0),
+        None => Ok(None),
+    }
 }
 
 /// The lowest stamp of a live job (`None`: no job is live), the floor of the claims that
@@ -780,7 +793,7 @@ pub(super) async fn complete_and_claim<C: GenericClient>(
         .await?
         .ok_or_else(|| PostgresError::InvalidRow("the store-and-claim answered no row".into()))?;
     let stored = stored_from_row(&row, 0, claim, &args)?;
-    Ok((stored, claimed_from_row(&row, STORE_WIDTH)))
+    Ok((stored, claimed_from_row(&row, STORE_WIDTH)?))
 }
 
 /// Lets the running transaction commit without waiting for its commit record to reach the

@@ -190,27 +190,86 @@ mod floor_on_a_server {
         assert!(stamp(&store, "first").await > floor.unwrap());
     }
 
-    /// Buffers the claim statement's pick reads with `floor`, as `EXPLAIN (ANALYZE,
-    /// BUFFERS)` counts them (it claims, as the statement does).
-    async fn claim_buffers(store: &PostgresStore, floor: i64) -> i64 {
+    /// The claim statement with `floor` under `EXPLAIN (ANALYZE, BUFFERS)`, which claims as
+    /// the statement does: the plan's lines.
+    async fn explain_claim(store: &PostgresStore, floor: i64) -> Vec<String> {
         let client = store.client().await.unwrap();
         let now = crate::store::sql::to_micros(now());
         let lease = i64::try_from(LEASE.as_micros()).unwrap();
         let sql = format!("EXPLAIN (ANALYZE, BUFFERS) {}", queries::claim_sql());
         let rows = client.query(&sql, &[&now, &lease, &floor]).await.unwrap();
-        // The first `Buffers:` line under `CTE pick` is the pick's (its top node's).
-        let line = rows
+        rows.iter().map(|row| row.get(0)).collect()
+    }
+
+    /// The buffers read by the first node at or after the first line that contains `from`:
+    /// its `Buffers:` line, the first one there.
+    fn buffers(plan: &[String], from: &str) -> i64 {
+        let line = plan
             .iter()
-            .map(|row| row.get::<_, String>(0))
-            .skip_while(|line| line.trim() != "CTE pick")
+            .skip_while(|line| !line.contains(from))
             .find(|line| line.trim_start().starts_with("Buffers:"))
-            .expect("EXPLAIN counts the pick's buffers");
+            .expect("EXPLAIN counts buffers");
         let count = |word: &str| {
             line.split([' ', ','])
                 .find_map(|part| part.strip_prefix(word))
                 .map_or(0, |n| n.parse::<i64>().unwrap())
         };
         count("hit=") + count("read=")
+    }
+
+    /// Buffers the claim statement's pick reads with `floor`.
+    async fn claim_buffers(store: &PostgresStore, floor: i64) -> i64 {
+        buffers(&explain_claim(store, floor).await, "CTE pick")
+    }
+
+    /// A snapshot held open in a transaction of its own, as concurrent workers' transactions
+    /// hold theirs: the row versions and index entries that claims and stores leave stay
+    /// (recently dead), so tables and indexes grow as under load.
+    async fn hold_snapshot(
+        client: &mut deadpool_postgres::Object,
+    ) -> deadpool_postgres::Transaction<'_> {
+        let snapshot = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .start()
+            .await
+            .unwrap();
+        snapshot.query_one("SELECT 1", &[]).await.unwrap();
+        snapshot
+    }
+
+    /// Claims and stores `n` targets, one at a time.
+    async fn drain(store: &PostgresStore, n: usize) {
+        for _ in 0..n {
+            let claim = store.claim(now()).await.unwrap().expect("work is left");
+            let done = TargetState::Done {
+                output_json: "1".into(),
+            };
+            store.complete(&claim, done, now()).await.unwrap();
+        }
+    }
+
+    /// A claim reads its target by the job's key and index, one probe, whatever the planner
+    /// estimates (no statistics here: vacuum, and so analyze, is off; the tables hold the
+    /// versions of a thousand claims). Joined in the claim's `UPDATE`, the target was read
+    /// here by a scan of every target of the job (253 buffers for 127 targets).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_claim_reads_its_target_in_one_probe() {
+        let Some(store) = store().await else { return };
+        for j in 0..8 {
+            store.submit(job(&format!("c{j}"), 127)).await.unwrap();
+        }
+        let mut holder = store.client().await.unwrap();
+        let snapshot = hold_snapshot(&mut holder).await;
+        drain(&store, 1_000).await;
+        snapshot.commit().await.unwrap();
+        let plan = explain_claim(&store, 0).await;
+        let read = buffers(&plan, "using targets_pkey");
+        assert!(
+            read <= 5,
+            "the claim read {read} buffers of targets:\n{}",
+            plan.join("\n")
+        );
     }
 
     /// Every claim leaves a dead `jobs_claimable` entry below every live one; a claim bounded
@@ -228,23 +287,9 @@ mod floor_on_a_server {
                 .await
                 .unwrap();
         }
-        // A snapshot held open, as concurrent workers' transactions hold theirs: the entries
-        // the claims leave stay (recently dead), so the index grows as under load.
         let mut holder = store.client().await.unwrap();
-        let snapshot = holder
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-            .start()
-            .await
-            .unwrap();
-        snapshot.query_one("SELECT 1", &[]).await.unwrap();
-        for _ in 0..claims {
-            let claim = store.claim(now()).await.unwrap().expect("work is left");
-            let done = TargetState::Done {
-                output_json: "1".into(),
-            };
-            store.complete(&claim, done, now()).await.unwrap();
-        }
+        let snapshot = hold_snapshot(&mut holder).await;
+        drain(&store, claims).await;
         let floor = {
             let mut client = store.client().await.unwrap();
             let tx = client.transaction().await.unwrap();

@@ -11,15 +11,13 @@
 //!
 //! Invariants:
 //!
-//! 1. **A floor is never above a claimable job's stamp for longer than one read.** The floor
-//!    is the lowest stamp of a live job, read with the submit lock held shared
-//!    (`queries::served_floor`), so no submit that drew its stamp before the read is still
-//!    uncommitted (invisible to it). After the read, a live job's stamp only grows (a claim
-//!    draws a new one from the `serves` sequence, nothing lowers one), and a job submitted
-//!    later draws a stamp above every stamp drawn before, the floor's included. Each read
-//!    replaces the floor (never keeps the larger of two), so even a read that missed a job
-//!    (a server whose default isolation level took the snapshot before the lock) holds it
-//!    back only until the next read.
+//! 1. **A floor is never above a live job's stamp.** The floor is the lowest stamp of a live
+//!    job, read in a `READ COMMITTED` transaction that holds the submit lock shared before
+//!    it reads (`queries::served_floor`), so no submit that drew its stamp before the read is
+//!    still uncommitted (invisible to it). After the read, a live job's stamp only grows (a
+//!    claim draws a new one from the `serves` sequence, nothing lowers one), and a job
+//!    submitted later draws a stamp above every stamp drawn before, the floor's included. So
+//!    a floor once read stays one, and the next read may start its own walk at it.
 //! 2. **One read at a time per store, at most every [`READ_EVERY`].** [`ServedFloor::due`]
 //!    hands out one [`Reading`]; the next is due [`READ_EVERY`] after that one began, whether
 //!    it succeeded, failed or was dropped (so an unreachable server costs a claim at most one
@@ -126,7 +124,7 @@ mod tests {
         );
         let reading = floor.due_at(start + READ_EVERY).expect("due after it");
         reading.set(Some(17));
-        assert_eq!(floor.get(), 17, "a read replaces the floor, lower or not");
+        assert_eq!(floor.get(), 17, "a read replaces the floor");
     }
 
     #[test]

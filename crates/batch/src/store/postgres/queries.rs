@@ -298,8 +298,8 @@ pub(super) async fn submit(
 
 /// The claim statement: picks the claimable job served longest ago (`$1` is the caller's
 /// `now`, for retry times; `$2` the lease in microseconds; `$3` the store's [`ServedFloor`],
-/// below which no live job's stamp lies), skipping rows other transactions hold, claims its next target and stamps it served: the whole claim in one statement, so
-/// one round trip. It answers the job's counts too, for the note of a job it starts
+/// below which no live job's stamp lies), skipping rows other transactions hold, claims its
+/// next target and stamps it served: the whole claim in one statement, so one round trip. It answers the job's counts too, for the note of a job it starts
 /// ([`Claimed::start_note`], sent after the commit like every progress note: `notifier.rs`).
 ///
 /// The `served = (SELECT … seen …)` condition keeps the rotation's order under concurrent
@@ -315,9 +315,9 @@ pub(super) async fn submit(
 /// stores its target meanwhile moves `next`, and `cj.next` would then name a stored target.
 /// It is read in a sub-select of `RETURNING`, one probe of `targets`' key whatever the
 /// planner estimates: joined in the `UPDATE`, a table without statistics yet was planned as a
-/// scan of every target of the job, probed by `job` alone (`docs/batch.md`). `minted` draws the token and the stamp right after the lock,
-/// so token order follows the order in which claims took their jobs as closely as one
-/// statement can (the three-runner test reads it).
+/// scan of every target of the job, probed by `job` alone (`docs/batch.md`). `minted` draws
+/// the token and the stamp right after the lock, so token order follows the order in which
+/// claims took their jobs as closely as one statement can (the three-runner test reads it).
 ///
 /// It also makes its transaction's commit [`relaxed`] (`set_config(…, TRUE)` is `SET LOCAL`
 /// as a function, so it costs no round trip): a claim lost in a server crash is a job not
@@ -477,10 +477,12 @@ pub(super) async fn claim<C: GenericClient>(
     }
 }
 
-/// The lowest stamp of a live job (`None`: no job is live), the floor of the claims that
-/// follow (`floor.rs`). It holds the submit lock shared while it reads, in a statement after
-/// the lock's (a fresh snapshot under `READ COMMITTED`), so every submit that drew a stamp
-/// before it has committed and is seen.
+/// The lowest stamp of a live job at or above `floor` (`None`: no job is live), the floor of
+/// the claims that follow (`floor.rs`). The transaction is `READ COMMITTED` whatever the
+/// server's default, and holds the submit lock shared before the statement that reads (whose
+/// snapshot is then taken after the lock): every submit that drew a stamp before it has
+/// committed and is seen. Every live stamp is at or above the floor this read replaces
+/// (`floor.rs`, invariant 1), so the read's own walk starts there too.
 pub(super) async fn served_floor(tx: &Transaction<'_>, floor: i64) -> Result<Option<i64>> {
     tx.batch_execute(&format!(
         "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 /// How long a floor serves before the next claim reads it again. Between two reads a pick
 /// walks past the entries of the claims made since the last (about 50 at 5,000 claims a
 /// second, each a heap visit while it is only recently dead); a read costs the claim that
-/// makes it one transaction of two statements. Read every 100 ms, the store-and-claim
+/// makes it one round trip (`queries::served_floor`). Read every 100 ms, the store-and-claim
 /// statement read twice the buffers it reads at 10 ms (`docs/batch.md`).
 pub(super) const READ_EVERY: Duration = Duration::from_millis(10);
 

@@ -317,10 +317,12 @@ impl PostgresStore {
     /// failed read keeps the floor it had, which stays a floor; the claim then goes on.
     async fn served_floor(&self) -> i64 {
         if let Some(reading) = self.served_floor.due() {
-            match transaction!(self, |tx| queries::served_floor(
-                &tx,
-                self.served_floor.get()
-            )) {
+            let read = async {
+                let client = self.client().await?;
+                let per_call = self.connections.per_call();
+                queries::served_floor(&client, per_call, self.served_floor.get()).await
+            };
+            match read.await {
                 Ok(lowest) => reading.set(lowest),
                 Err(err) => tracing::debug!(%err, "reading the claims' floor failed"),
             }

@@ -478,21 +478,42 @@ pub(super) async fn claim<C: GenericClient>(
 }
 
 /// The lowest stamp of a live job at or above `floor` (`None`: no job is live), the floor of
-/// the claims that follow (`floor.rs`). The transaction is `READ COMMITTED` whatever the
-/// server's default, and holds the submit lock shared before the statement that reads (whose
-/// snapshot is then taken after the lock): every submit that drew a stamp before it has
-/// committed and is seen. Every live stamp is at or above the floor this read replaces
-/// (`floor.rs`, invariant 1), so the read's own walk starts there too.
-pub(super) async fn served_floor(tx: &Transaction<'_>, floor: i64) -> Result<Option<i64>> {
-    tx.batch_execute(&format!(
-        "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-         SELECT pg_advisory_xact_lock_shared({SUBMIT_LOCK})"
-    ))
-    .await?;
-    let sql = format!("SELECT MIN(served) FROM jobs WHERE {LIVE} AND served >= $1");
-    Ok(query_opt(tx, &sql, &[&floor])
-        .await?
-        .and_then(|row| row.get(0)))
+/// the claims that follow (`floor.rs`), in one round trip: one simple query of several
+/// statements, which PostgreSQL runs as one transaction (rolled back whole on an error). It
+/// is `READ COMMITTED` whatever the server's default, and takes the submit lock shared
+/// before the statement that reads (whose snapshot is then taken after the lock), so every
+/// submit that drew a stamp before it has committed and is seen. Every live stamp is at or
+/// above the floor this read replaces (`floor.rs`, invariant 1), so the read's own walk
+/// starts there too. `per_call` is what a transaction on an application's pool runs first
+/// (`connect.rs`). The text holds no value from outside: the lock key is a constant and the
+/// floor a number.
+pub(super) async fn served_floor(
+    client: &tokio_postgres::Client,
+    per_call: Option<&str>,
+    floor: i64,
+) -> Result<Option<i64>> {
+    let per_call = per_call.map_or_else(String::new, |sql| format!("{sql};"));
+    let sql = format!(
+        "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; {per_call}
+         SELECT pg_advisory_xact_lock_shared({SUBMIT_LOCK});
+         SELECT MIN(served) FROM jobs WHERE {LIVE} AND served >= {floor}"
+    );
+    let messages = client.simple_query(&sql).await?;
+    let lowest = messages
+        .iter()
+        .filter_map(|message| match message {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
+            _ => None,
+        })
+        .next_back()
+        .ok_or_else(|| PostgresError::InvalidRow("the floor read answered no row".into()))?
+        .get(0);
+    lowest
+        .map(|text| {
+            text.parse::<i64>()
+                .map_err(|_| PostgresError::InvalidRow(format!("a stamp {text:?}")))
+        })
+        .transpose()
 }
 
 pub(super) async fn renew(tx: &Transaction<'_>, claim: &Claim, lease: Duration) -> Result<bool> {

@@ -156,13 +156,8 @@ mod floor_on_a_server {
         let claimed = queries::claim(&claimer, now(), LEASE, 0).await.unwrap();
         assert!(claimed.is_some_and(|c| c.claim.caller == Caller::new("first")));
 
-        let mut reader = store.client().await.unwrap();
-        let read = async {
-            let tx = reader.transaction().await.unwrap();
-            let floor = queries::served_floor(&tx, 0).await.unwrap();
-            tx.commit().await.unwrap();
-            floor
-        };
+        let reader = store.client().await.unwrap();
+        let read = async { queries::served_floor(&reader, None, 0).await.unwrap() };
         let watcher = store.client().await.unwrap();
         let waiting = async {
             loop {
@@ -290,13 +285,9 @@ mod floor_on_a_server {
         let mut holder = store.client().await.unwrap();
         let snapshot = hold_snapshot(&mut holder).await;
         drain(&store, claims).await;
-        let floor = {
-            let mut client = store.client().await.unwrap();
-            let tx = client.transaction().await.unwrap();
-            let floor = queries::served_floor(&tx, 0).await.unwrap().unwrap();
-            tx.commit().await.unwrap();
-            floor
-        };
+        let client = store.client().await.unwrap();
+        let floor = queries::served_floor(&client, None, 0).await.unwrap();
+        let floor = floor.expect("jobs are live");
         snapshot.commit().await.unwrap();
         // Bounded first: a walk marks the entries it finds dead, which spares later walks.
         let bounded = claim_buffers(&store, floor).await;

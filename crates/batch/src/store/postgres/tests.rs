@@ -157,14 +157,20 @@ mod floor_on_a_server {
         assert!(claimed.is_some_and(|c| c.claim.caller == Caller::new("first")));
 
         let reader = store.client().await.unwrap();
+        let reader_pid: i32 = reader
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
         let read = async { queries::served_floor(&reader, None, 0).await.unwrap() };
         let watcher = store.client().await.unwrap();
         let waiting = async {
             loop {
                 let row = watcher
                     .query_one(
-                        "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
-                        &[],
+                        "SELECT COUNT(*) FROM pg_locks
+                         WHERE locktype = 'advisory' AND NOT granted AND pid = $1",
+                        &[&reader_pid],
                     )
                     .await
                     .unwrap();

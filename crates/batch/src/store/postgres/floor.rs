@@ -24,7 +24,12 @@
 //!    failed read per interval). A failed read keeps the floor it had, which invariant 1
 //!    keeps valid.
 //!
-//! The floor starts at 0, which bounds nothing: a store's first claim reads it.
+//! 3. **Every [`WHOLE_READ_EVERY`]th read starts its own walk at 0**, not at the floor it
+//!    replaces. Invariant 1 leans on stamps only ever growing; should one still lie below the
+//!    floor (a job restored from a backup, the `serves` sequence set back by hand), its job
+//!    waits for that read (about a second under load) instead of forever.
+//!
+//! The floor starts at 0, which bounds nothing: a store's first claim reads it, whole.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -35,6 +40,9 @@ use std::time::{Duration, Instant};
 /// makes it one round trip (`queries::served_floor`). Read every 100 ms, the store-and-claim
 /// statement read twice the buffers it reads at 10 ms (`docs/batch.md`).
 pub(super) const READ_EVERY: Duration = Duration::from_millis(10);
+
+/// How many reads start their walk at the floor before one starts it at 0 (invariant 3).
+pub(super) const WHOLE_READ_EVERY: u32 = 100;
 
 /// The lowest stamp a claim's pick needs to look at, read from the table at most every
 /// [`READ_EVERY`].
@@ -48,6 +56,8 @@ struct State {
     read_at: Option<Instant>,
     /// A read is under way.
     reading: bool,
+    /// Reads begun.
+    reads: u32,
 }
 
 impl ServedFloor {
@@ -71,7 +81,13 @@ impl ServedFloor {
         }
         state.reading = true;
         state.read_at = Some(now);
-        Some(Reading { floor: self })
+        let from = if state.reads.is_multiple_of(WHOLE_READ_EVERY) {
+            0
+        } else {
+            state.floor
+        };
+        state.reads = state.reads.wrapping_add(1);
+        Some(Reading { floor: self, from })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -86,9 +102,15 @@ impl ServedFloor {
 #[derive(Debug)]
 pub(super) struct Reading<'a> {
     floor: &'a ServedFloor,
+    from: i64,
 }
 
 impl Reading<'_> {
+    /// Where the read's own walk starts: the floor, or 0 every [`WHOLE_READ_EVERY`]th read.
+    pub(super) fn from(&self) -> i64 {
+        self.from
+    }
+
     /// The lowest stamp of a live job, or `None` when no job is live (the floor then stays:
     /// every job submitted later gets a higher stamp anyway).
     pub(super) fn set(self, lowest: Option<i64>) {
@@ -114,6 +136,7 @@ mod tests {
         let start = Instant::now();
         assert_eq!(floor.get(), 0, "no bound before the first read");
         let reading = floor.due_at(start).expect("the first claim reads");
+        assert_eq!(reading.from(), 0, "the first read is whole");
         assert!(floor.due_at(start).is_none(), "one read at a time");
         reading.set(Some(42));
         assert_eq!(floor.get(), 42);
@@ -123,6 +146,7 @@ mod tests {
             "not due within the interval"
         );
         let reading = floor.due_at(start + READ_EVERY).expect("due after it");
+        assert_eq!(reading.from(), 42, "the next starts at the floor");
         reading.set(Some(17));
         assert_eq!(floor.get(), 17, "a read replaces the floor");
     }
@@ -141,5 +165,20 @@ mod tests {
         );
         floor.due_at(later + READ_EVERY).unwrap().set(None); // no live job
         assert_eq!(floor.get(), 9);
+    }
+
+    #[test]
+    fn every_hundredth_read_is_whole() {
+        let floor = ServedFloor::default();
+        let start = Instant::now();
+        let mut whole = Vec::new();
+        for n in 0..250u32 {
+            let reading = floor.due_at(start + READ_EVERY * n).unwrap();
+            if reading.from() == 0 {
+                whole.push(n);
+            }
+            reading.set(Some(1_000));
+        }
+        assert_eq!(whole, [0, 100, 200]);
     }
 }

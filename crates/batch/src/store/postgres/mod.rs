@@ -320,7 +320,7 @@ impl PostgresStore {
             let read = async {
                 let client = self.client().await?;
                 let per_call = self.connections.per_call();
-                queries::served_floor(&client, per_call, self.served_floor.get()).await
+                queries::served_floor(&client, per_call, reading.from()).await
             };
             match read.await {
                 Ok(lowest) => reading.set(lowest),

@@ -191,6 +191,39 @@ mod floor_on_a_server {
         assert!(stamp(&store, "first").await > floor.unwrap());
     }
 
+    /// Should a stamp ever lie below the floor (set here by hand, as a restored backup could),
+    /// the claims bounded by the floor pass its job over only until a whole floor read, one
+    /// in a hundred (`floor.rs`, invariant 3), finds it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_job_stamped_below_the_floor_is_claimed_after_a_whole_read() {
+        let Some(store) = store().await else { return };
+        store.submit(job("low", 2)).await.unwrap();
+        store.submit(job("held", 2)).await.unwrap();
+        // `low` is claimed and released (its stamp moves above `held`'s), then `held` is
+        // claimed and kept: the floor is now `held`'s stamp, and no job is claimable.
+        let low = store.claim(now()).await.unwrap().unwrap();
+        assert_eq!(low.caller, Caller::new("low"));
+        assert!(store.release(&low, now()).await.unwrap());
+        let held = store.claim(now()).await.unwrap().unwrap();
+        assert_eq!(held.caller, Caller::new("held"));
+        let client = store.client().await.unwrap();
+        client
+            .execute("UPDATE jobs SET served = 1 WHERE caller = 'low'", &[])
+            .await
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        let claimed = loop {
+            if let Some(claim) = store.claim(now()).await.unwrap() {
+                break claim;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the job below the floor was never claimed"
+            );
+        };
+        assert_eq!(claimed.caller, Caller::new("low"));
+    }
+
     /// The claim statement with `floor` under `EXPLAIN (ANALYZE, BUFFERS)`, which claims as
     /// the statement does: the plan's lines.
     async fn explain_claim(store: &PostgresStore, floor: i64) -> Vec<String> {

@@ -23,11 +23,11 @@
 //!    it succeeded, failed or was dropped (so an unreachable server costs a claim at most one
 //!    failed read per interval). A failed read keeps the floor it had, which invariant 1
 //!    keeps valid.
-//!
-//! 3. **Every [`WHOLE_READ_EVERY`]th read starts its own walk at 0**, not at the floor it
-//!    replaces. Invariant 1 leans on stamps only ever growing; should one still lie below the
-//!    floor (a job restored from a backup, the `serves` sequence set back by hand), its job
-//!    waits for that read (about a second under load) instead of forever.
+//! 3. **A read at least [`WHOLE_READ_EVERY`] after the last whole one starts its own walk
+//!    at 0**, not at the floor it replaces. Invariant 1 leans on stamps only ever growing;
+//!    should one still lie below the floor (a job restored from a backup, the `serves`
+//!    sequence set back by hand), its job waits for that read (a second under load, one
+//!    poll interval on an idle store) instead of forever.
 //!
 //! The floor starts at 0, which bounds nothing: a store's first claim reads it, whole.
 
@@ -41,8 +41,8 @@ use std::time::{Duration, Instant};
 /// statement read twice the buffers it reads at 10 ms (`docs/batch.md`).
 pub(super) const READ_EVERY: Duration = Duration::from_millis(10);
 
-/// How many reads start their walk at the floor before one starts it at 0 (invariant 3).
-pub(super) const WHOLE_READ_EVERY: u32 = 100;
+/// How long reads start their walk at the floor before one starts it at 0 (invariant 3).
+pub(super) const WHOLE_READ_EVERY: Duration = Duration::from_secs(1);
 
 /// The lowest stamp a claim's pick needs to look at, read from the table at most every
 /// [`READ_EVERY`].
@@ -56,8 +56,8 @@ struct State {
     read_at: Option<Instant>,
     /// A read is under way.
     reading: bool,
-    /// Reads begun.
-    reads: u32,
+    /// When the last whole read began.
+    whole_at: Option<Instant>,
 }
 
 impl ServedFloor {
@@ -81,12 +81,15 @@ impl ServedFloor {
         }
         state.reading = true;
         state.read_at = Some(now);
-        let from = if state.reads.is_multiple_of(WHOLE_READ_EVERY) {
+        let whole = state
+            .whole_at
+            .is_none_or(|at| now.saturating_duration_since(at) >= WHOLE_READ_EVERY);
+        let from = if whole {
+            state.whole_at = Some(now);
             0
         } else {
             state.floor
         };
-        state.reads = state.reads.wrapping_add(1);
         Some(Reading { floor: self, from })
     }
 
@@ -106,7 +109,7 @@ pub(super) struct Reading<'a> {
 }
 
 impl Reading<'_> {
-    /// Where the read's own walk starts: the floor, or 0 every [`WHOLE_READ_EVERY`]th read.
+    /// Where the read's own walk starts: the floor, or 0 once every [`WHOLE_READ_EVERY`].
     pub(super) fn from(&self) -> i64 {
         self.from
     }
@@ -168,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn every_hundredth_read_is_whole() {
+    fn a_read_is_whole_once_a_second() {
         let floor = ServedFloor::default();
         let start = Instant::now();
         let mut whole = Vec::new();
@@ -179,6 +182,11 @@ mod tests {
             }
             reading.set(Some(1_000));
         }
-        assert_eq!(whole, [0, 100, 200]);
+        assert_eq!(whole, [0, 100, 200], "reads 10 ms apart");
+        // On an idle store reads are rarer (a claim at each poll): each is whole.
+        let later = start + Duration::from_secs(10);
+        assert_eq!(floor.due_at(later).unwrap().from(), 0);
+        let next_poll = floor.due_at(later + Duration::from_secs(5)).unwrap();
+        assert_eq!(next_poll.from(), 0);
     }
 }

@@ -484,7 +484,7 @@ pub(super) async fn claim<C: GenericClient>(
 /// before the statement that reads (whose snapshot is then taken after the lock), so every
 /// submit that drew a stamp before it has committed and is seen. Every live stamp is at or
 /// above the floor this read replaces (`floor.rs`, invariant 1), so the read's own walk
-/// starts there too (`floor`; 0 every hundredth read, invariant 3). `per_call` is what a transaction on an application's pool runs first
+/// starts there too (`floor`; 0 once a second, invariant 3). `per_call` is what a transaction on an application's pool runs first
 /// (`connect.rs`). The text holds no value from outside: the lock key is a constant and the
 /// floor a number.
 pub(super) async fn served_floor(

@@ -192,8 +192,8 @@ mod floor_on_a_server {
     }
 
     /// Should a stamp ever lie below the floor (set here by hand, as a restored backup could),
-    /// the claims bounded by the floor pass its job over only until a whole floor read, one
-    /// in a hundred (`floor.rs`, invariant 3), finds it.
+    /// the claims bounded by the floor pass its job over only until a whole floor read, once
+    /// a second (`floor.rs`, invariant 3), finds it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_job_stamped_below_the_floor_is_claimed_after_a_whole_read() {
         let Some(store) = store().await else { return };

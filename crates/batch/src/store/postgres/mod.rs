@@ -160,7 +160,11 @@ impl PostgresStore {
         let connections = Connections::new(
             pool,
             foreign_pool.then(|| {
-                format!("SET LOCAL search_path TO \"{schema}\"; SET LOCAL enable_bitmapscan TO off")
+                let mut per_call = format!("SET LOCAL search_path TO \"{schema}\"");
+                for (name, value) in options::PLANNER_SETTINGS {
+                    per_call += &format!("; SET LOCAL {name} TO {value}");
+                }
+                per_call
             }),
             foreign_pool.then(|| options.get_timeout()),
         );

@@ -30,6 +30,24 @@ const KEEPALIVE: RangeInclusive<Duration> = Duration::from_secs(1)..=Duration::f
 /// 63-byte identifiers.
 const SCHEMA_MAX_LEN: usize = 40;
 
+/// The planner settings every connection of the store runs with, as (name, value): as
+/// startup options on the store's own pool, as `SET LOCAL` in each transaction on an
+/// application's pool.
+///
+/// - `enable_bitmapscan` off: the claim walks `jobs_claimable` in order and stops at the
+///   first job it can lock; a bitmap scan would read every entry, the dead ones included,
+///   and sort (`claim_sql`). No other query of the store gains from one.
+/// - `plan_cache_mode` `force_generic_plan`: every statement of the store finds its rows by
+///   key or walks an index in order, so its plan does not depend on its parameters. With
+///   PostgreSQL's default a connection plans each statement afresh for its first five
+///   executions; for the claim's statement that took about a millisecond a time on a busy
+///   server, and a replica that had just opened its connections claimed at a fraction of
+///   its rate for its first tenth of a second (docs/batch.md).
+pub(super) const PLANNER_SETTINGS: [(&str, &str); 2] = [
+    ("enable_bitmapscan", "off"),
+    ("plan_cache_mode", "force_generic_plan"),
+];
+
 /// Settings for a [`PostgresStore`]; [`PostgresStore::options`] makes one.
 ///
 /// Setters never fail; the constructors ([`connect`](Self::connect) and the others) check
@@ -246,8 +264,9 @@ impl PostgresOptions {
 
     /// As [`connect`](Self::connect), with the connection settings as a
     /// [`tokio_postgres::Config`] (built in code, or from a URL with secrets added). The
-    /// store adds its `search_path` and `enable_bitmapscan=off` (which its claim needs) to
-    /// the config's `options`, sets `application_name` if the config has none, and replaces
+    /// store adds its `search_path`, `enable_bitmapscan=off` (which its claim needs) and
+    /// `plan_cache_mode=force_generic_plan` (its statements' plans do not depend on their
+    /// parameters) to the config's `options`, sets `application_name` if the config has none, and replaces
     /// its connect timeout and keepalive settings with this store's.
     ///
     /// # Cancel safety
@@ -407,13 +426,10 @@ impl PostgresOptions {
                     .into(),
             ));
         }
-        // The claim walks `jobs_claimable` in order and stops at the first job it can lock; a
-        // bitmap scan would read every entry, the dead ones included, and sort (`claim_sql`).
-        // No other query of the store gains from one.
-        let settings = format!(
-            "-c search_path=\"{}\" -c enable_bitmapscan=off",
-            self.schema
-        );
+        let mut settings = format!("-c search_path=\"{}\"", self.schema);
+        for (name, value) in PLANNER_SETTINGS {
+            settings += &format!(" -c {name}={value}");
+        }
         let options = match config.get_options() {
             Some(theirs) if !theirs.trim().is_empty() => format!("{theirs} {settings}"),
             _ => settings,
@@ -511,7 +527,10 @@ mod tests {
         let prepared = options.prepare(config, &Connector::Plain).unwrap();
         assert_eq!(
             prepared.get_options(),
-            Some("-c statement_timeout=5s -c search_path=\"jobs_a\" -c enable_bitmapscan=off")
+            Some(
+                "-c statement_timeout=5s -c search_path=\"jobs_a\" -c enable_bitmapscan=off \
+                 -c plan_cache_mode=force_generic_plan"
+            )
         );
     }
 }

@@ -337,3 +337,81 @@ mod floor_on_a_server {
         );
     }
 }
+
+/// Every connection of the store plans its statements generically from their first
+/// execution (`options::PLANNER_SETTINGS`): on the store's own pool (startup options) and on
+/// an application's (`SET LOCAL` in each transaction). A custom plan shows the parameter's
+/// value in its index condition, a generic one the placeholder. Skipped without
+/// `BATCH_TEST_POSTGRES_URL`.
+mod generic_plans_on_a_server {
+    use std::time::SystemTime;
+
+    use crate::store::postgres::PostgresStore;
+
+    fn url() -> Option<String> {
+        let url = std::env::var("BATCH_TEST_POSTGRES_URL")
+            .ok()
+            .filter(|url| !url.is_empty());
+        if url.is_none() {
+            println!("skipped: set BATCH_TEST_POSTGRES_URL to run the PostgreSQL tests");
+        }
+        url
+    }
+
+    fn schema() -> String {
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        format!("t_plans_{}_{}", std::process::id(), nanos % (1 << 40))
+    }
+
+    /// The first execution's plan of a statement with a parameter over `jobs` (a table name,
+    /// qualified or not), prepared in `client`'s current transaction or session.
+    async fn first_plan(client: &impl deadpool_postgres::GenericClient, jobs: &str) -> String {
+        let prepare = format!("PREPARE by_id (BIGINT) AS SELECT id FROM {jobs} WHERE id = $1");
+        client.batch_execute(&prepare).await.unwrap();
+        let rows = client.query("EXPLAIN EXECUTE by_id(7)", &[]).await.unwrap();
+        let plan: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
+        client.batch_execute("DEALLOCATE by_id").await.unwrap();
+        plan.join("\n")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_stores_own_connections_plan_generically_at_once() {
+        let Some(url) = url() else { return };
+        let store = PostgresStore::options()
+            .schema(schema())
+            .connect(&url)
+            .await
+            .unwrap();
+        let client = store.client().await.unwrap();
+        let plan = first_plan(&client, "jobs").await;
+        assert!(plan.contains("= $1"), "{plan}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_applications_connections_plan_generically_in_the_stores_transactions() {
+        let Some(url) = url() else { return };
+        let config: tokio_postgres::Config = url.parse().unwrap();
+        let manager = deadpool_postgres::Manager::new(config.clone(), tokio_postgres::NoTls);
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(1)
+            .build()
+            .unwrap();
+        let schema = schema();
+        let store = PostgresStore::options()
+            .schema(schema.as_str())
+            .connect_pool(pool, config)
+            .await
+            .unwrap();
+        let mut client = store.client().await.unwrap();
+        let tx = store.begin(&mut client).await.unwrap();
+        let plan = first_plan(&tx, "jobs").await;
+        assert!(plan.contains("= $1"), "{plan}");
+        tx.rollback().await.unwrap();
+        // Outside the store's transactions the application's setting holds.
+        let plan = first_plan(&client, &format!("\"{schema}\".jobs")).await;
+        assert!(plan.contains("= '7'"), "{plan}");
+    }
+}

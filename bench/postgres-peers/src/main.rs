@@ -86,12 +86,19 @@ struct RunArgs {
     only: Vec<Subject>,
     /// Cases to run by name (all when empty).
     cases: Vec<String>,
+    /// Worker process counts, the table's columns within each case (`--processes`; 1, 2
+    /// and 4 by default).
+    processes: Vec<usize>,
+    /// Repeats of every cell (`--repeats`; 3 by default, 1 with `--quick`).
+    repeats: usize,
+    /// Print the items finished so far on stderr as the children report them (`--trace`).
+    trace: bool,
 }
 
 const USAGE: &str = "usage:
   postgres-peers run --out FILE [--quick] [--times N] [--only SUBJECT[,SUBJECT…]]
-      [--case CASE[,CASE…]]
-      SUBJECT: ours, bare, apalis, river; CASE: zero, io
+      [--case CASE[,CASE…]] [--processes N[,N…]] [--repeats N] [--trace]
+      SUBJECT: ours, bare, apalis, river; CASE: zero, io; N processes: 1 to 16
       the URL comes from env BATCH_BENCH_POSTGRES_URL
   postgres-peers child SUBJECT URL WORK_MS INDEX   (started by `run`; not for direct use)";
 
@@ -117,6 +124,9 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
     let mut times = 1;
     let mut only = Vec::new();
     let mut cases = Vec::new();
+    let mut processes = Vec::new();
+    let mut repeats = None;
+    let mut trace = false;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -142,15 +152,41 @@ fn parse_run(args: &[String]) -> Result<RunArgs, String> {
                     }
                 }
             }
+            "--processes" => {
+                for n in args.next().ok_or("--processes needs a count")?.split(',') {
+                    let n = n
+                        .parse()
+                        .ok()
+                        .filter(|n: &usize| (1..=16).contains(n))
+                        .ok_or("--processes needs counts from 1 to 16")?;
+                    processes.push(n);
+                }
+            }
+            "--repeats" => {
+                repeats = Some(
+                    args.next()
+                        .and_then(|n| n.parse().ok())
+                        .filter(|&n: &usize| (1..=100).contains(&n))
+                        .ok_or("--repeats needs a number from 1 to 100")?,
+                );
+            }
+            "--trace" => trace = true,
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
     let out = out.ok_or_else(|| format!("--out FILE is required\n{USAGE}"))?;
+    if processes.is_empty() {
+        processes = vec![1, 2, 4];
+    }
+    let repeats = repeats.unwrap_or(if quick { 1 } else { 3 });
     Ok(RunArgs {
         out,
         quick,
         times,
         only,
         cases,
+        processes,
+        repeats,
+        trace,
     })
 }

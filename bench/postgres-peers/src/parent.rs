@@ -11,8 +11,6 @@ use tokio::sync::mpsc;
 use crate::subjects::{Subject, connect};
 use crate::{Case, RunArgs, URL_VAR, WORKERS_PER_PROCESS};
 
-/// Worker process counts, the table's columns within each case.
-const PROCESSES: [usize; 3] = [1, 2, 4];
 /// How long children may take to connect and print `ready`.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long one measurement may take from `go` to done.
@@ -74,7 +72,7 @@ async fn run_all(args: RunArgs, url: String) -> Result<(), String> {
     } else {
         args.only.clone()
     };
-    let repeats = if args.quick { 1 } else { 3 };
+    let repeats = args.repeats;
     let commit = batch_commit();
     let admin = connect(&url).await?;
     let server = server_settings(&admin).await?;
@@ -92,10 +90,11 @@ async fn run_all(args: RunArgs, url: String) -> Result<(), String> {
     // the run (other builds, the disk) shifts every subject's cells alike, not one subject's.
     for repeat in 0..repeats {
         for case in cases(&args) {
-            for processes in PROCESSES {
+            for &processes in &args.processes {
                 for &subject in &subjects {
                     run_no += 1;
-                    let seconds = measure(&admin, &url, subject, &case, processes, run_no).await;
+                    let seconds =
+                        measure(&admin, &url, subject, &case, processes, run_no, args.trace).await;
                     let line = json_line(
                         subject, &case, processes, repeat, &seconds, &commit, &server,
                     );
@@ -126,6 +125,7 @@ async fn run_all(args: RunArgs, url: String) -> Result<(), String> {
         table(
             &subjects,
             &cases(&args),
+            &args.processes,
             &measurements,
             repeats,
             &commit,
@@ -143,6 +143,7 @@ async fn measure(
     case: &Case,
     processes: usize,
     run_no: usize,
+    trace: bool,
 ) -> Result<f64, String> {
     let db = format!("peers_{}_{run_no}", std::process::id());
     let sql = |err: tokio_postgres::Error| format!("{db}: {err}");
@@ -154,7 +155,7 @@ async fn measure(
         .batch_execute(&format!("CREATE DATABASE {db}"))
         .await
         .map_err(sql)?;
-    let result = measure_in(&with_dbname(url, &db)?, subject, case, processes).await;
+    let result = measure_in(&with_dbname(url, &db)?, subject, case, processes, trace).await;
     admin
         .batch_execute(&format!("DROP DATABASE {db} WITH (FORCE)"))
         .await
@@ -175,6 +176,7 @@ async fn measure_in(
     subject: Subject,
     case: &Case,
     processes: usize,
+    trace: bool,
 ) -> Result<f64, String> {
     subject.prepare(url, case).await?;
     let probe = subject.probe(url).await?;
@@ -242,7 +244,13 @@ async fn measure_in(
     let mut counts = vec![0u64; processes];
     while counts.iter().sum::<u64>() < case.items as u64 {
         match next(&mut said, done_by).await? {
-            (index, Said::Count(n)) => counts[index] = n,
+            (index, Said::Count(n)) => {
+                counts[index] = n;
+                if trace {
+                    let ms = start.elapsed().as_millis();
+                    eprintln!("trace {ms} ms {} items", counts.iter().sum::<u64>());
+                }
+            }
             (index, Said::Closed) => return Err(format!("child {index} exited while working")),
             (index, _) => return Err(format!("child {index} said something out of turn")),
         }
@@ -257,6 +265,9 @@ async fn measure_in(
         tokio::time::sleep(PROBE_EVERY).await;
     }
     let seconds = start.elapsed().as_secs_f64();
+    if trace {
+        eprintln!("trace {} ms finished", start.elapsed().as_millis());
+    }
     drop(probe);
 
     // Stop, and check that each item ran once.
@@ -416,6 +427,7 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 fn table(
     subjects: &[Subject],
     cases: &[Case],
+    processes: &[usize],
     measurements: &[Measurement],
     repeats: usize,
     commit: &str,
@@ -426,16 +438,16 @@ fn table(
          batch: {commit}; server: {server}\n\n| subject |"
     );
     for case in cases {
-        for processes in PROCESSES {
+        for processes in processes {
             text += &format!(" {} ×{processes} |", case.name);
         }
     }
     text += "\n|---|";
-    text += &"---:|".repeat(cases.len() * PROCESSES.len());
+    text += &"---:|".repeat(cases.len() * processes.len());
     for &subject in subjects {
         text += &format!("\n| {subject} |");
         for case in cases {
-            for processes in PROCESSES {
+            for &processes in processes {
                 let cell: Vec<&Measurement> = measurements
                     .iter()
                     .filter(|m| {

@@ -12,10 +12,11 @@
 //!
 //! 1. Every call is one transaction on one pooled connection, committed only if the call
 //!    succeeds: a failed or dropped call changes nothing.
-//! 2. Every transaction runs in the store's schema, with bitmap scans off (the claim must
-//!    walk its index in order, `queries.rs`): the pool the store builds sets both at
-//!    connection start-up; on an application's pool each transaction sets them with `SET
-//!    LOCAL` first (`connect.rs`, `Connections`).
+//! 2. Every transaction runs in the store's schema, with the store's planner settings
+//!    (`options::PLANNER_SETTINGS`: bitmap scans off, as the claim must walk its index in
+//!    order, and generic plans from the first execution): the pool the store builds sets
+//!    them at connection start-up; on an application's pool each transaction sets them with
+//!    `SET LOCAL` first (`connect.rs`, `Connections`).
 //! 3. The schema name entering SQL was validated (no quote can occur in it) and is quoted.
 //! 4. Nothing waits on the server without a bound, except a statement a live server delays
 //!    (see the type's guarantees).

@@ -41,8 +41,8 @@ const SCHEMA_MAX_LEN: usize = 40;
 ///   key or walks an index in order, so its plan does not depend on its parameters. With
 ///   PostgreSQL's default a connection plans each statement afresh for its first five
 ///   executions; for the claim's statement that took about a millisecond a time on a busy
-///   server, and a replica that had just opened its connections claimed at a fraction of
-///   its rate for its first tenth of a second (docs/batch.md).
+///   server, and a replica that had just opened its connections claimed at a third of its
+///   rate for its first 150 ms (docs/batch.md).
 pub(super) const PLANNER_SETTINGS: [(&str, &str); 2] = [
     ("enable_bitmapscan", "off"),
     ("plan_cache_mode", "force_generic_plan"),
@@ -266,8 +266,8 @@ impl PostgresOptions {
     /// [`tokio_postgres::Config`] (built in code, or from a URL with secrets added). The
     /// store adds its `search_path`, `enable_bitmapscan=off` (which its claim needs) and
     /// `plan_cache_mode=force_generic_plan` (its statements' plans do not depend on their
-    /// parameters) to the config's `options`, sets `application_name` if the config has none, and replaces
-    /// its connect timeout and keepalive settings with this store's.
+    /// parameters) to the config's `options`, sets `application_name` if the config has
+    /// none, and replaces its connect timeout and keepalive settings with this store's.
     ///
     /// # Cancel safety
     ///

@@ -366,11 +366,11 @@ mod generic_plans_on_a_server {
         format!("t_plans_{}_{}", std::process::id(), nanos % (1 << 40))
     }
 
-    /// The first execution's plan of a statement with a parameter over `jobs` (a table name,
-    /// qualified or not), prepared in `client`'s current transaction or session.
-    async fn first_plan(client: &impl deadpool_postgres::GenericClient, jobs: &str) -> String {
-        let prepare = format!("PREPARE by_id (BIGINT) AS SELECT id FROM {jobs} WHERE id = $1");
-        client.batch_execute(&prepare).await.unwrap();
+    /// The first execution's plan of a statement with a parameter over the store's `jobs`,
+    /// prepared in `client`'s current transaction or session.
+    async fn first_plan(client: &impl deadpool_postgres::GenericClient) -> String {
+        let prepare = "PREPARE by_id (BIGINT) AS SELECT id FROM jobs WHERE id = $1";
+        client.batch_execute(prepare).await.unwrap();
         let rows = client.query("EXPLAIN EXECUTE by_id(7)", &[]).await.unwrap();
         let plan: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
         client.batch_execute("DEALLOCATE by_id").await.unwrap();
@@ -386,7 +386,7 @@ mod generic_plans_on_a_server {
             .await
             .unwrap();
         let client = store.client().await.unwrap();
-        let plan = first_plan(&client, "jobs").await;
+        let plan = first_plan(&client).await;
         assert!(plan.contains("= $1"), "{plan}");
     }
 
@@ -399,19 +399,20 @@ mod generic_plans_on_a_server {
             .max_size(1)
             .build()
             .unwrap();
-        let schema = schema();
         let store = PostgresStore::options()
-            .schema(schema.as_str())
+            .schema(schema())
             .connect_pool(pool, config)
             .await
             .unwrap();
         let mut client = store.client().await.unwrap();
+        let mode = "SELECT current_setting('plan_cache_mode')";
+        let theirs: String = client.query_one(mode, &[]).await.unwrap().get(0);
         let tx = store.begin(&mut client).await.unwrap();
-        let plan = first_plan(&tx, "jobs").await;
+        let plan = first_plan(&tx).await;
         assert!(plan.contains("= $1"), "{plan}");
-        tx.rollback().await.unwrap();
-        // Outside the store's transactions the application's setting holds.
-        let plan = first_plan(&client, &format!("\"{schema}\".jobs")).await;
-        assert!(plan.contains("= '7'"), "{plan}");
+        tx.commit().await.unwrap();
+        // After the store's transaction, committed, the application's setting holds again.
+        let after: String = client.query_one(mode, &[]).await.unwrap().get(0);
+        assert_eq!(after, theirs);
     }
 }

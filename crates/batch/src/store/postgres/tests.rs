@@ -69,6 +69,27 @@ mod notes {
     }
 }
 
+/// The test server's URL from `BATCH_TEST_POSTGRES_URL`, or `None` (saying so): the server
+/// tests below skip without one, as the integration tests do.
+fn server_url() -> Option<String> {
+    let url = std::env::var("BATCH_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|url| !url.is_empty());
+    if url.is_none() {
+        println!("skipped: set BATCH_TEST_POSTGRES_URL to run the PostgreSQL tests");
+    }
+    url
+}
+
+/// A schema name no other test run uses: `prefix`, the process id and the clock.
+fn fresh_schema(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}_{}_{}", std::process::id(), nanos % (1 << 40))
+}
+
 /// The claims' floor (`floor.rs`) against a server: the read waits for a submit under way,
 /// and the claim statement walks its index from the floor. Skipped without
 /// `BATCH_TEST_POSTGRES_URL` (saying so), as the integration tests are.
@@ -83,24 +104,9 @@ mod floor_on_a_server {
     const LEASE: Duration = Duration::from_secs(30);
 
     async fn store() -> Option<PostgresStore> {
-        let Some(url) = std::env::var("BATCH_TEST_POSTGRES_URL")
-            .ok()
-            .filter(|url| !url.is_empty())
-        else {
-            println!("skipped: set BATCH_TEST_POSTGRES_URL to run the PostgreSQL tests");
-            return None;
-        };
-        let schema = format!(
-            "t_floor_{}_{}",
-            std::process::id(),
-            SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-                % (1 << 40)
-        );
+        let url = super::server_url()?;
         let store = PostgresStore::options()
-            .schema(schema)
+            .schema(super::fresh_schema("t_floor"))
             .connect(&url)
             .await
             .expect("connect the test store");
@@ -344,27 +350,8 @@ mod floor_on_a_server {
 /// value in its index condition, a generic one the placeholder. Skipped without
 /// `BATCH_TEST_POSTGRES_URL`.
 mod generic_plans_on_a_server {
-    use std::time::SystemTime;
-
+    use super::{fresh_schema, server_url};
     use crate::store::postgres::PostgresStore;
-
-    fn url() -> Option<String> {
-        let url = std::env::var("BATCH_TEST_POSTGRES_URL")
-            .ok()
-            .filter(|url| !url.is_empty());
-        if url.is_none() {
-            println!("skipped: set BATCH_TEST_POSTGRES_URL to run the PostgreSQL tests");
-        }
-        url
-    }
-
-    fn schema() -> String {
-        let nanos = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        format!("t_plans_{}_{}", std::process::id(), nanos % (1 << 40))
-    }
 
     /// The first execution's plan of a statement with a parameter over the store's `jobs`,
     /// prepared in `client`'s current transaction or session.
@@ -379,9 +366,9 @@ mod generic_plans_on_a_server {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_stores_own_connections_plan_generically_at_once() {
-        let Some(url) = url() else { return };
+        let Some(url) = server_url() else { return };
         let store = PostgresStore::options()
-            .schema(schema())
+            .schema(fresh_schema("t_plans"))
             .connect(&url)
             .await
             .unwrap();
@@ -392,7 +379,7 @@ mod generic_plans_on_a_server {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_applications_connections_plan_generically_in_the_stores_transactions() {
-        let Some(url) = url() else { return };
+        let Some(url) = server_url() else { return };
         let config: tokio_postgres::Config = url.parse().unwrap();
         let manager = deadpool_postgres::Manager::new(config.clone(), tokio_postgres::NoTls);
         let pool = deadpool_postgres::Pool::builder(manager)
@@ -400,7 +387,7 @@ mod generic_plans_on_a_server {
             .build()
             .unwrap();
         let store = PostgresStore::options()
-            .schema(schema())
+            .schema(fresh_schema("t_plans"))
             .connect_pool(pool, config)
             .await
             .unwrap();

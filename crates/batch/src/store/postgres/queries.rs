@@ -299,7 +299,8 @@ pub(super) async fn submit(
 /// The claim statement: picks the claimable job served longest ago (`$1` is the caller's
 /// `now`, for retry times; `$2` the lease in microseconds; `$3` the store's [`ServedFloor`],
 /// below which no live job's stamp lies), skipping rows other transactions hold, claims its
-/// next target and stamps it served: the whole claim in one statement, so one round trip. It answers the job's counts too, for the note of a job it starts
+/// next target and stamps it served: the whole claim in one statement, so one round trip.
+/// It answers the job's counts too, for the note of a job it starts
 /// ([`Claimed::start_note`], sent after the commit like every progress note: `notifier.rs`).
 ///
 /// The `served = (SELECT … seen …)` condition keeps the rotation's order under concurrent
@@ -484,9 +485,9 @@ pub(super) async fn claim<C: GenericClient>(
 /// before the statement that reads (whose snapshot is then taken after the lock), so every
 /// submit that drew a stamp before it has committed and is seen. Every live stamp is at or
 /// above the floor this read replaces (`floor.rs`, invariant 1), so the read's own walk
-/// starts there too (`floor`; 0 once a second, invariant 3). `per_call` is what a transaction on an application's pool runs first
-/// (`connect.rs`). The text holds no value from outside: the lock key is a constant and the
-/// floor a number.
+/// starts there too (`floor`; 0 once a second, invariant 3). `per_call` is what a
+/// transaction on an application's pool runs first (`connect.rs`). The text holds no value
+/// from outside: the lock key is a constant and the floor a number.
 pub(super) async fn served_floor(
     client: &tokio_postgres::Client,
     per_call: Option<&str>,
@@ -643,11 +644,11 @@ fn store_columns() -> &'static str {
 const STORE_WIDTH: usize = 8;
 
 /// The store statement and a claim in one ([`complete_and_claim`]): [`store_ctes`], then
-/// [`claim_ctes`] with the store's `now` (`$6`), the lease `$11` and the floor `$12`, picking only when the
-/// store matched its claim (`EXISTS (SELECT 1 FROM j)`: a stale claim's call claims nothing)
-/// and never the stored job itself (`id <> $1`: two updates of one row in one statement are
-/// not allowed, and the pick's snapshot still sees that job's claim out anyway). The claim
-/// commits with the store, as durably.
+/// [`claim_ctes`] with the store's `now` (`$6`), the lease `$11` and the floor `$12`,
+/// picking only when the store matched its claim (`EXISTS (SELECT 1 FROM j)`: a stale
+/// claim's call claims nothing) and never the stored job itself (`id <> $1`: two updates of
+/// one row in one statement are not allowed, and the pick's snapshot still sees that job's
+/// claim out anyway). The claim commits with the store, as durably.
 fn complete_and_claim_sql() -> &'static str {
     static SQL: LazyLock<String> = LazyLock::new(|| {
         let claim = claim_ctes(&ClaimParams {

@@ -15,6 +15,19 @@ pub const DEFAULT_SUBMIT_BUFFER: usize = 128;
 /// machine; a larger `max` is far more likely a unit mix-up than a plan.
 pub const MAX_WORKERS: usize = 1024;
 
+/// The most unfinished tasks a pool may hold, `max + max / 2 + submit_buffer`
+/// ([`BuildError::SubmitBufferTooLarge`] above it): 2³⁶ − 1 (about 68 billion) on 64-bit
+/// targets, `usize::MAX` on 32-bit ones.
+///
+/// The pool counts accepted tasks in 36 bits of one atomic word, beside the running tasks
+/// and two flags, so a submit to a busy pool is one compare-and-swap. Far more boxed tasks
+/// than any machine's memory holds fit below it.
+pub const MAX_UNFINISHED: usize = if (usize::MAX as u64) < crate::core::MAX_UNFINISHED {
+    usize::MAX
+} else {
+    crate::core::MAX_UNFINISHED as usize
+};
+
 /// Settings for a [`Pool`]; made by [`Pool::builder`].
 ///
 /// # Examples
@@ -92,13 +105,13 @@ impl Builder {
     /// - [`BuildError::ZeroMax`] when `max == 0`.
     /// - [`BuildError::MinAboveMax`] when `min > max`.
     /// - [`BuildError::TooManyWorkers`] when `max > MAX_WORKERS`.
-    /// - [`BuildError::SubmitBufferTooLarge`] when `max + max / 2 + submit_buffer` overflows
-    ///   a `usize`.
+    /// - [`BuildError::SubmitBufferTooLarge`] when `max + max / 2 + submit_buffer` is above
+    ///   [`MAX_UNFINISHED`].
     ///
     /// # Examples
     ///
     /// ```
-    /// use lockgate_worker::{BuildError, MAX_WORKERS, Pool};
+    /// use lockgate_worker::{BuildError, MAX_UNFINISHED, MAX_WORKERS, Pool};
     ///
     /// assert_eq!(
     ///     Pool::builder(0, MAX_WORKERS + 1).build().unwrap_err(),
@@ -106,7 +119,7 @@ impl Builder {
     /// );
     /// let too_large = Pool::builder(1, 4).submit_buffer(usize::MAX).build().unwrap_err();
     /// let BuildError::SubmitBufferTooLarge { largest, .. } = too_large else { unreachable!() };
-    /// assert_eq!(largest, usize::MAX - 4 - 4 / 2); // `max + max/2 + submit_buffer` must fit
+    /// assert_eq!(largest, MAX_UNFINISHED - 4 - 4 / 2); // `max + max/2 + submit_buffer` must fit
     /// # Ok::<(), BuildError>(())
     /// ```
     ///
@@ -128,9 +141,9 @@ impl Builder {
                 limit: MAX_WORKERS,
             });
         }
-        // With `max <= MAX_WORKERS` only the buffer can overflow the unfinished-task limit,
-        // `max + capacity`, which the core computes on every submit.
-        let largest = usize::MAX - self.max - self.max / 2;
+        // With `max <= MAX_WORKERS` only the buffer can take the unfinished-task limit,
+        // `max + capacity`, past what the core counts.
+        let largest = MAX_UNFINISHED - self.max - self.max / 2;
         if self.submit_buffer > largest {
             return Err(BuildError::SubmitBufferTooLarge {
                 submit_buffer: self.submit_buffer,

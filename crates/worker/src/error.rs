@@ -30,7 +30,7 @@ pub enum BuildError {
         limit: usize,
     },
     /// `max + max / 2 + submit_buffer`, the most unfinished tasks the pool may hold (rule 2),
-    /// does not fit in a `usize`.
+    /// is above [`MAX_UNFINISHED`](crate::MAX_UNFINISHED).
     #[error("`submit_buffer` ({submit_buffer}) is too large: at most {largest} with `max` = {max}")]
     SubmitBufferTooLarge {
         /// The `submit_buffer` asked for.

@@ -16,7 +16,7 @@ mod sync;
 #[cfg(test)]
 mod tests;
 
-pub use builder::{Builder, DEFAULT_SUBMIT_BUFFER, MAX_WORKERS};
+pub use builder::{Builder, DEFAULT_SUBMIT_BUFFER, MAX_UNFINISHED, MAX_WORKERS};
 pub use error::{
     BuildError, CloseError, JoinError, JoinTimeoutError, PoolJoinError, SubmitError,
     SubmitTimeoutError, TrySubmitError,

@@ -8,7 +8,7 @@
 
 #[cfg(all(test, loom))]
 mod imp {
-    pub(crate) use loom::sync::atomic::{AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
     pub(crate) use loom::thread;
     pub(crate) use loom::thread_local;
@@ -16,7 +16,7 @@ mod imp {
 
 #[cfg(not(all(test, loom)))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
     pub(crate) use std::thread;
     pub(crate) use std::thread_local;
@@ -24,7 +24,7 @@ mod imp {
 
 #[allow(unused_imports)] // each build uses a different subset (loom models vs std).
 pub(crate) use imp::{
-    Arc, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, thread, thread_local,
+    Arc, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, thread, thread_local,
 };
 
 use std::time::Duration;

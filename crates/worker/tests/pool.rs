@@ -25,7 +25,7 @@ fn build_rejects_zero_max_and_min_above_max() {
 
 #[test]
 fn build_rejects_sizes_that_overflow_or_exceed_max_workers() {
-    use lockgate_worker::MAX_WORKERS;
+    use lockgate_worker::{MAX_UNFINISHED, MAX_WORKERS};
     // Once a "capacity overflow" panic while reserving `min` workers.
     assert_eq!(
         Pool::new(usize::MAX, usize::MAX).unwrap_err(),
@@ -41,7 +41,7 @@ fn build_rejects_sizes_that_overflow_or_exceed_max_workers() {
             limit: MAX_WORKERS
         }
     );
-    let largest = usize::MAX - MAX_WORKERS - MAX_WORKERS / 2;
+    let largest = MAX_UNFINISHED - MAX_WORKERS - MAX_WORKERS / 2;
     assert_eq!(
         Pool::builder(0, MAX_WORKERS)
             .submit_buffer(largest + 1)

@@ -108,6 +108,8 @@
 //!
 #![doc = include_str!("README.md")]
 
+mod lane;
+mod search;
 mod sleepers;
 mod spawn;
 mod spin;
@@ -119,12 +121,13 @@ pub(crate) use worker::die_after_this_task;
 #[cfg(all(test, not(loom)))]
 mod model;
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+pub(crate) use lane::MAX_UNFINISHED;
+
 use crate::sync::{
-    Arc, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, lock, thread, thread_local, wait,
-    wait_timeout,
+    Arc, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, lock, thread, thread_local,
+    wait, wait_timeout,
 };
 
 /// A task as the queue stores it: boxed once, outside the lock.
@@ -213,8 +216,6 @@ struct ThreadSlot {
 
 /// Everything `Shared::state` guards; see the module docs for the invariants.
 struct State {
-    /// Accepted tasks not started yet, in accept order.
-    queue: VecDeque<Task>,
     /// Live workers, including reserved ones whose thread is still starting.
     workers: usize,
     /// Workers waiting for work that no submitter has claimed.
@@ -233,8 +234,6 @@ struct State {
     submitter_spins: spin::SpinCredit,
     /// Whether spinners may yield (off for a while after a slow yield, see [`spin`]).
     yields: spin::Yields,
-    /// Tasks running now.
-    running: usize,
     /// Thread spawns in flight: reserved, handle not recorded yet (invariant 4).
     spawning: usize,
     /// Intake stopped (invariant 5).
@@ -248,10 +247,6 @@ struct State {
     /// How often the pool ran out of accepted work (queue empty, nothing running) while
     /// `joiners > 0`: a joiner returns once this moves past the value it saw on arrival.
     emptied: u64,
-    /// Tasks finished since the pool was built (`Pool::completed`).
-    finished: u64,
-    /// Of `finished`, the tasks that panicked.
-    panicked: u64,
     /// Worker threads that ran (counted at their first lock), left (`leave`), left by dying
     /// (`DeathGuard`), and that the OS refused to start. Rare events, counted under the lock
     /// their transition takes anyway; only reported (`PoolMetrics`), never decided on.
@@ -266,14 +261,18 @@ struct State {
 }
 
 impl State {
-    fn starting(&self) -> usize {
-        self.workers - self.idle - self.wakeups - self.running
+    /// Starting workers (see the module docs), given the lane's `running` read under the lock.
+    fn starting(&self, running: usize) -> usize {
+        self.workers - self.idle - self.wakeups - running
     }
 
-    /// Asserts the numbered invariants (debug builds only).
-    fn check(&self, config: &Config) {
+    /// Asserts the numbered invariants (debug builds only), with the lane's counts and the
+    /// tallies read under the lock: the lock-free side only moves them in directions that
+    /// keep these relations (see `lane`).
+    fn check(&self, config: &Config, lane: lane::Counts, tallies: (u64, u64)) {
+        let lane::Counts { queued, running } = lane;
         debug_assert!(
-            self.idle + self.wakeups + self.running <= self.workers,
+            self.idle + self.wakeups + running <= self.workers,
             "inv 1: counted states exceed workers"
         );
         debug_assert!(self.workers <= config.max, "inv 1: more than max workers");
@@ -284,11 +283,11 @@ impl State {
         self.sleeping.check("inv 1: `work`");
         self.blocked.check("inv 1: `room`");
         debug_assert!(
-            self.queue.len() + self.running <= config.max.saturating_add(config.capacity),
+            queued + running <= config.max.saturating_add(config.capacity),
             "inv 2: more unfinished tasks than the capacity rule allows"
         );
         debug_assert!(
-            self.idle == 0 || self.queue.len() <= self.wakeups + self.starting(),
+            self.idle == 0 || queued <= self.wakeups + self.starting(running),
             "inv 3: a task waits beside an unclaimed idle worker"
         );
         debug_assert_eq!(
@@ -299,10 +298,7 @@ impl State {
             self.spawning,
             "inv 4: the spawns in flight are exactly the slots without a handle"
         );
-        debug_assert!(
-            self.panicked <= self.finished,
-            "inv 7: panics beyond finishes"
-        );
+        debug_assert!(tallies.1 <= tallies.0, "inv 7: panics beyond finishes");
         debug_assert!(
             self.threads_died <= self.threads_exited && self.threads_exited <= self.threads_started,
             "inv 7: thread counts do not nest"
@@ -342,18 +338,18 @@ impl State {
         reaped
     }
 
-    fn counters(&self) -> Counters {
+    fn counters(&self, lane: lane::Counts, (finished, panicked): (u64, u64)) -> Counters {
         Counters {
             workers: self.workers,
             idle: self.idle,
             wakeups: self.wakeups,
-            running: self.running,
-            queued: self.queue.len(),
+            running: lane.running,
+            queued: lane.queued,
             spawning: self.spawning,
             blocked_submitters: self.blocked.asleep(),
             joiners: self.joiners,
-            finished: self.finished,
-            panicked: self.panicked,
+            finished,
+            panicked,
             threads_started: self.threads_started,
             threads_exited: self.threads_exited,
             threads_died: self.threads_died,
@@ -368,8 +364,9 @@ impl State {
         budget: &spin::Budget,
         who: Spinner,
         cpus: usize,
+        running: usize,
     ) -> Option<spin::Plan> {
-        let awake = self.running + self.spinning + self.spinning_submitters;
+        let awake = running + self.spinning + self.spinning_submitters;
         let credit = match who {
             Spinner::Worker => &mut self.worker_spins,
             Spinner::Submitter => &mut self.submitter_spins,
@@ -389,11 +386,6 @@ impl State {
     /// `close` may finish waiting: no worker is left or about to start.
     fn drained(&self) -> bool {
         self.workers == 0 && self.spawning == 0
-    }
-
-    /// Every accepted task has finished: none queued, none running.
-    fn out_of_work(&self) -> bool {
-        self.queue.is_empty() && self.running == 0
     }
 }
 
@@ -457,6 +449,12 @@ impl<T> std::ops::Deref for Padded<T> {
     }
 }
 
+/// Tasks finished and panicked since the pool was built (see [`Shared::tallies`]).
+struct Tallies {
+    finished: AtomicU64,
+    panicked: AtomicU64,
+}
+
 /// The state shared by the facade and every worker thread.
 pub(crate) struct Shared {
     config: Config,
@@ -469,8 +467,15 @@ pub(crate) struct Shared {
     /// A copy of `State::wakeups`, written under the lock, read by spinning idle workers
     /// without it.
     token_hint: Padded<AtomicUsize>,
-    /// A copy of `State::finished`, written under the lock, read by spinning submitters.
-    finished_hint: Padded<AtomicUsize>,
+    /// The counts every submit and finish change, and the accepted tasks (see [`lane`]).
+    lane: Padded<lane::Lane>,
+    /// Workers looking for a task without the lock before they go idle (see [`search`]).
+    search: Padded<search::Search>,
+    /// Tasks finished since the pool was built (`Pool::completed`), and of those the ones
+    /// that panicked: counted by the finishing worker before the lane's `running` drops,
+    /// so whoever sees a task finished in the lane sees it here too. Spinning submitters
+    /// watch `finished`.
+    tallies: Padded<Tallies>,
     /// Notified after every transition, so tests can wait for a state without sleeping.
     #[cfg(test)]
     observe: Condvar,
@@ -502,7 +507,8 @@ impl Shared {
             // Counted idle from now on, so a submit right after `build` claims one of them
             // instead of starting yet another worker.
             state.idle += shared.config.min;
-            state.check(&shared.config);
+            shared.sync_flags(&state);
+            shared.check(&state);
             ids
         };
         for id in ids {
@@ -511,9 +517,9 @@ impl Shared {
     }
 
     fn new(config: Config) -> Self {
+        let limit = (config.max + config.capacity) as u64;
         Self {
             state: Padded(Mutex::new(State {
-                queue: VecDeque::with_capacity(config.capacity.min(1024)),
                 workers: 0,
                 idle: 0,
                 wakeups: 0,
@@ -523,15 +529,12 @@ impl Shared {
                 worker_spins: spin::SpinCredit::new(),
                 submitter_spins: spin::SpinCredit::new(),
                 yields: spin::Yields::default(),
-                running: 0,
                 spawning: 0,
                 closing: false,
                 blocked: sleepers::Sleepers::default(),
                 joining: 0,
                 joiners: 0,
                 emptied: 0,
-                finished: 0,
-                panicked: 0,
                 threads_started: 0,
                 threads_exited: 0,
                 threads_died: 0,
@@ -545,7 +548,12 @@ impl Shared {
             room: Condvar::new(),
             done: Condvar::new(),
             token_hint: Padded(AtomicUsize::new(0)),
-            finished_hint: Padded(AtomicUsize::new(0)),
+            lane: Padded(lane::Lane::new(limit)),
+            search: Padded(search::Search::new()),
+            tallies: Padded(Tallies {
+                finished: AtomicU64::new(0),
+                panicked: AtomicU64::new(0),
+            }),
             #[cfg(test)]
             observe: Condvar::new(),
             #[cfg(test)]
@@ -585,29 +593,90 @@ impl Shared {
         self.token_hint.store(state.wakeups, Ordering::Release);
     }
 
+    /// The lane's counts and the tallies as of now, for checks and counters under the lock.
+    fn tallies(&self) -> (u64, u64) {
+        // `panicked` first: read the other way round, a panic counted between the two
+        // reads could show more panics than finishes.
+        let panicked = self.tallies.panicked.load(Ordering::Acquire);
+        (self.tallies.finished.load(Ordering::Acquire), panicked)
+    }
+
+    /// Counts a finished task in the tallies; before the lane's `running` drops.
+    fn tally(&self, ran: Ran) {
+        self.tallies.finished.fetch_add(1, Ordering::Release);
+        if ran == Ran::Panicked {
+            self.tallies.panicked.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Asserts the invariants (debug builds only).
+    fn check(&self, state: &State) {
+        state.check(&self.config, self.lane.counts(), self.tallies());
+    }
+
+    /// Sets the lane's flags from `state` (see [`lane`]): submits skip the lock while no
+    /// worker is idle, the pool is at `max` and not closing; finishes skip it while no
+    /// submitter is blocked and no joiner waits. Called at the end of every critical section
+    /// that may change those conditions, and by a thread about to wait on one of them
+    /// before it looks at the counts a last time. Returns the lane's counts after that step.
+    fn sync_flags(&self, state: &State) -> lane::Counts {
+        let submit_fast = state.idle == 0 && state.workers == self.config.max && !state.closing;
+        // A blocked submitter with a notification on its way needs no other: it looks at the
+        // counts when it wakes (and blocks again, clearing this flag first, if it must).
+        let finish_fast = state.blocked.asleep() == state.blocked.signalled() && state.joiners == 0;
+        self.lane.set_flags(submit_fast, finish_fast)
+    }
+
     fn unlock_checked(&self, state: MutexGuard<'_, State>) {
-        state.check(&self.config);
+        self.sync_flags(&state);
+        self.check(&state);
         drop(state);
         self.changed();
     }
 
+    /// Tells test observers about a transition made without the lock: takes the lock
+    /// first, so an observer between reading the counts and waiting cannot miss it (no-op
+    /// outside tests, and under loom, whose models do not observe).
+    fn changed_lock_free(&self) {
+        #[cfg(all(test, not(loom)))]
+        {
+            drop(lock(&self.state));
+            self.observe.notify_all();
+        }
+    }
+
+    /// The most unfinished tasks (rule 2): `max + capacity`, which `Builder` checked.
+    fn limit(&self) -> u64 {
+        (self.config.max + self.config.capacity) as u64
+    }
+
     /// Accepts `task` if the capacity rule allows, waiting for room as `wait` says.
     ///
-    /// On acceptance the task is queued and, in the same critical section, either an idle
-    /// worker is claimed or a new worker is reserved (rule 1).
+    /// While the pool is busy at `max` (the lane's `SUBMIT_FAST`), a submit is one
+    /// compare-and-swap and a push, without the lock. Otherwise, under the lock, the task is
+    /// counted and pushed and, in the same critical section, either an idle worker is
+    /// claimed or a new worker is reserved (rule 1).
     pub(crate) fn submit(this: &Arc<Self>, task: Task, wait: Wait) -> Result<(), Rejected> {
-        let limit = this.config.max.saturating_add(this.config.capacity);
+        let limit = this.limit();
+        let task = match this.lane.accept_fast(task, limit) {
+            Ok(()) => {
+                this.changed_lock_free();
+                return Ok(());
+            }
+            Err(task) => task,
+        };
         let mut budget = spin::Budget::default();
         let mut state = lock(&this.state);
         loop {
             if state.closing {
-                return Err(Rejected::Closed(task));
+                return Err(this.reject(state, Rejected::Closed(task)));
             }
-            if state.queue.len() + state.running < limit {
+            if this.lane.accept(limit) {
                 break;
             }
+            let running = this.lane.counts().running;
             if let Some(plan) = (may_wait(wait) && budget.left())
-                .then(|| state.spin_plan(&budget, Spinner::Submitter, this.cpus))
+                .then(|| state.spin_plan(&budget, Spinner::Submitter, this.cpus, running))
                 .flatten()
             {
                 // Wait a little before blocking: a blocked submitter costs a finishing worker
@@ -615,11 +684,12 @@ impl Shared {
                 // to spare (see `spin`): the room comes from the workers. A submitter that
                 // loses the room to another goes on with what is left of its budget.
                 state.spinning_submitters += 1;
-                let finished = state.finished as usize;
+                let finished = this.tallies.finished.load(Ordering::Acquire);
                 drop(state);
                 let batch = (limit / 4).clamp(1, ROOM_BATCH_MAX);
                 let outcome = spin::spin(&mut budget, plan, || {
-                    this.finished_hint
+                    this.tallies
+                        .finished
                         .load(Ordering::Acquire)
                         .wrapping_sub(finished)
                         >= batch
@@ -629,27 +699,35 @@ impl Shared {
                 state.spin_ended(Spinner::Submitter, outcome);
                 continue;
             }
-            match wait {
-                Wait::No => return Err(Rejected::Full(task)),
-                Wait::Forever => {
-                    state.blocked.fall_asleep();
-                    this.changed();
-                    state = crate::sync::wait(&this.room, state);
-                    state.blocked.woke();
-                }
+            let timeout = match wait {
+                Wait::No => return Err(this.reject(state, Rejected::Full(task))),
+                Wait::Forever => None,
                 Wait::Until(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
-                        return Err(Rejected::Timeout(task));
+                        return Err(this.reject(state, Rejected::Timeout(task)));
                     }
-                    state.blocked.fall_asleep();
-                    this.changed();
-                    state = wait_timeout(&this.room, state, deadline - now).0;
-                    state.blocked.woke();
+                    Some(deadline - now)
                 }
+            };
+            // From here every finish comes through the lock and sees this submitter
+            // (`FINISH_FAST` cleared): look once more for room a finish made before that.
+            state.blocked.fall_asleep();
+            this.sync_flags(&state);
+            if this.lane.accept(limit) {
+                // Never asleep: taking up a notification meant for another sleeper only
+                // costs a spare one later (see `sleepers`).
+                state.blocked.woke();
+                break;
             }
+            this.changed();
+            state = match timeout {
+                None => crate::sync::wait(&this.room, state),
+                Some(timeout) => wait_timeout(&this.room, state, timeout).0,
+            };
+            state.blocked.woke();
         }
-        state.queue.push_back(task);
+        this.lane.push(task);
         if state.idle > 0 {
             state.idle -= 1;
             this.give_token(&mut state);
@@ -672,6 +750,12 @@ impl Shared {
         Ok(())
     }
 
+    /// Unlocks after a refused submit, whose wait may have changed the lane's flags.
+    fn reject(&self, state: MutexGuard<'_, State>, rejected: Rejected) -> Rejected {
+        self.unlock_checked(state);
+        rejected
+    }
+
     /// Stops intake and waits until every accepted task has run and every worker thread
     /// has been joined. The caller has checked it is not one of this pool's workers.
     pub(crate) fn close(&self) {
@@ -682,10 +766,10 @@ impl Shared {
                 state = wait(&self.done, state);
                 continue;
             }
-            if let Some(task) = state.queue.pop_front() {
+            if self.lane.reserve() {
                 // No worker is left to run it (the OS refused them all): the closing thread
                 // stands in as a worker for it, so nothing accepted is lost.
-                state = self.stand_in(state, task);
+                state = self.stand_in(state);
                 continue;
             }
             let handles: Vec<_> = state
@@ -709,45 +793,39 @@ impl Shared {
         }
     }
 
-    /// Runs `task`, just popped, on the calling thread, counted as a worker while it runs:
-    /// for a closer or joiner that finds tasks queued and no worker left to take them.
-    fn stand_in<'a>(
-        &'a self,
-        mut state: MutexGuard<'a, State>,
-        task: Task,
-    ) -> MutexGuard<'a, State> {
+    /// Runs the task just reserved ([`lane::Lane::reserve`]) on the calling thread, counted
+    /// as a worker while it runs: for a closer or joiner that finds tasks queued and no
+    /// worker left to take them.
+    fn stand_in<'a>(&'a self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
         state.workers += 1;
-        state.running += 1;
         self.unlock_checked(state);
+        let task = self.lane.pop();
         // While it runs, this thread counts as one of the pool's workers: the task's own
         // `close` or `join` must get `FromWorker`, not wait for the task itself.
         let outer = CURRENT_POOL.with(|current| current.replace(self.id()));
         let ran = worker::run_task(task);
         CURRENT_POOL.with(|current| current.set(outer));
         let mut state = lock(&self.state);
-        self.record_finish(&mut state, ran);
+        self.tally(ran);
+        self.record_finish(&mut state);
         state.workers -= 1;
-        state.check(&self.config);
+        self.sync_flags(&state);
+        self.check(&state);
         state
     }
 
-    /// Records a finished task (`running -= 1`, and whether it panicked), hands its room to
-    /// one blocked submitter, and ends a join round when that was the last accepted task.
+    /// Records a finished task under the lock (`running -= 1`; the caller tallied it), hands
+    /// its room to one blocked submitter, and ends a join round when that was the last
+    /// accepted task.
     ///
     /// Notifies with the lock held: the caller goes straight on under this lock (a worker
-    /// pops its next task), so there is no unlock to notify after.
-    fn record_finish(&self, state: &mut State, ran: Ran) {
-        state.running -= 1;
-        state.finished += 1;
-        if ran == Ran::Panicked {
-            state.panicked += 1;
-        }
-        self.finished_hint
-            .store(state.finished as usize, Ordering::Release);
+    /// looks for its next task), so there is no unlock to notify after.
+    fn record_finish(&self, state: &mut State) {
+        self.lane.finish();
         if state.blocked.signal_one() {
             self.room.notify_one();
         }
-        if state.joiners > 0 && state.out_of_work() {
+        if state.joiners > 0 && self.lane.counts().out_of_work() {
             state.emptied += 1;
             self.done.notify_all();
         }
@@ -760,19 +838,23 @@ impl Shared {
         let mut state = lock(&self.state);
         let arrived = state.emptied;
         loop {
-            if state.out_of_work() || state.emptied != arrived {
+            // Counted before looking: from here every finish comes through the lock and
+            // sees this joiner (`FINISH_FAST` cleared), so the last one cannot pass unseen.
+            state.joiners += 1;
+            let counts = self.sync_flags(&state);
+            if counts.out_of_work() || state.emptied != arrived {
+                state.joiners -= 1;
+                self.unlock_checked(state);
                 return true;
             }
-            if state.drained()
-                && let Some(task) = state.queue.pop_front()
-            {
+            if state.drained() && self.lane.reserve() {
                 // Tasks wait with no worker to take them (the OS refused them all): run
                 // them here, as `close` would, rather than wait for a worker that may never
                 // come.
-                state = self.stand_in(state, task);
+                state.joiners -= 1;
+                state = self.stand_in(state);
                 continue;
             }
-            state.joiners += 1;
             self.changed();
             match deadline {
                 None => state = wait(&self.done, state),
@@ -780,6 +862,7 @@ impl Shared {
                     let now = Instant::now();
                     if now >= deadline {
                         state.joiners -= 1;
+                        self.unlock_checked(state);
                         return false;
                     }
                     state = wait_timeout(&self.done, state, deadline - now).0;
@@ -794,6 +877,8 @@ impl Shared {
         let mut state = lock(&self.state);
         let first = !state.closing;
         state.closing = true;
+        // No submit is accepted without the lock from here (invariant 5).
+        self.sync_flags(&state);
         drop(state);
         if first {
             // Idle workers leave, blocked submitters return `Closed`.
@@ -804,7 +889,8 @@ impl Shared {
     }
 
     pub(crate) fn counters(&self) -> Counters {
-        lock(&self.state).counters()
+        let state = lock(&self.state);
+        state.counters(self.lane.counts(), self.tallies())
     }
 
     /// Test hook: blocks until `pred` holds for the counters. Panics after 30 s so a broken
@@ -814,7 +900,7 @@ impl Shared {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut state = lock(&self.state);
         loop {
-            let counters = state.counters();
+            let counters = state.counters(self.lane.counts(), self.tallies());
             if pred(&counters) {
                 return counters;
             }
@@ -829,7 +915,7 @@ impl Shared {
 /// of the pool's unfinished-task limit, at least 1 and at most this (and the spin budget
 /// bounds the wait in any case). Workers drain that many without the submitter contending for
 /// the lock, then the submitter's next calls find room at once.
-const ROOM_BATCH_MAX: usize = 64;
+const ROOM_BATCH_MAX: u64 = 64;
 
 /// Whether a submitter that found the pool full may wait at all (and so spin first).
 fn may_wait(wait: Wait) -> bool {

@@ -67,7 +67,7 @@ pub(super) fn spawn_worker(shared: &Arc<Shared>, id: usize, role: Role, reap: Re
         state.joining += 1;
     }
     let last_out = state.closing && state.drained();
-    let (workers, queued) = (state.workers, state.queue.len());
+    let (workers, queued) = (state.workers, shared.lane.counts().queued);
     shared.unlock_checked(state);
     if let Some(error) = refused {
         tracing::error!(%error, workers, queued, "could not start a worker thread; its task stays queued");

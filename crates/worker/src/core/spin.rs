@@ -60,7 +60,7 @@ pub(super) const SLOW_YIELD: Duration = Duration::from_micros(50);
 pub(super) const YIELDS_OFF_FOR: Duration = Duration::from_millis(100);
 
 /// Credit refilled by a spin that paid off: this many failed spins in a row stop spinning.
-const CREDIT_MAX: u32 = 8;
+pub(super) const CREDIT_MAX: u32 = 8;
 
 /// With no credit, one spin decision in this many spins anyway (a probe).
 pub(super) const PROBE_EVERY: u32 = 16;

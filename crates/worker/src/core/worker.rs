@@ -1,7 +1,9 @@
 //! The body of a worker thread: take the queue head, run it outside the lock, and after each
-//! task decide, under the same lock that records the finish, whether to take the next one,
+//! task count the finish and take the next one in one step of the lane (without the lock
+//! while nobody waits on finishes); with nothing left, decide under the lock whether to
 //! exit (rule 3) or go idle.
 
+use super::lane::Finished;
 use super::spawn::{Reap, Role, spawn_worker};
 use super::{CURRENT_POOL, Ran, Shared, Spinner, State, Task, spin};
 use crate::sync::{Arc, MutexGuard, Ordering, lock, wait, wait_timeout};
@@ -59,14 +61,11 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
         }
     }
     loop {
-        if let Some(task) = state.queue.pop_front() {
-            state.running += 1;
+        // Under the lock, with nothing to run: take the next task, or stop submits from
+        // skipping the lock before this worker may go idle (lane invariant 3).
+        if shared.lane.reserve_or_close_fast_submits() {
             shared.unlock_checked(state);
-            guard.in_task = true;
-            let ran = run_task(task);
-            guard.in_task = false;
-            state = lock(&shared.state);
-            shared.record_finish(&mut state, ran);
+            state = run_reserved(&shared, &mut guard);
             continue;
         }
         if state.closing {
@@ -89,6 +88,41 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
     leave(&shared, state, id);
 }
 
+/// Runs the task this worker reserved, and the next ones as long as the lane hands them over
+/// without the lock; returns under the lock once the queue was empty or a finish had to be
+/// counted there (a submitter blocked or a joiner waits).
+fn run_reserved<'a>(shared: &'a Shared, guard: &mut DeathGuard<'_>) -> MutexGuard<'a, State> {
+    loop {
+        let task = shared.lane.pop();
+        guard.in_task = true;
+        let ran = run_task(task);
+        guard.in_task = false;
+        // Unit tests observe counters under the lock and expect the tally and the lane's
+        // finish as one step (in real use `finished` may lead `running` for that moment).
+        #[cfg(all(test, not(loom)))]
+        let observed = lock(&shared.state);
+        shared.tally(ran);
+        let finished = shared.lane.finish_fast();
+        #[cfg(all(test, not(loom)))]
+        drop(observed);
+        match finished {
+            Finished::Next => shared.changed_lock_free(),
+            Finished::Empty => {
+                if shared.search.find(&shared.lane, shared.cpus) {
+                    shared.changed_lock_free();
+                    continue;
+                }
+                return lock(&shared.state);
+            }
+            Finished::Locked => {
+                let mut state = lock(&shared.state);
+                shared.record_finish(&mut state);
+                return state;
+            }
+        }
+    }
+}
+
 /// Waits as an idle worker until claimed, closing, or (with `keep_alive`) idle too long.
 /// Returns the guard and whether to exit; on return the worker is no longer counted idle.
 fn idle_wait<'a>(
@@ -98,7 +132,7 @@ fn idle_wait<'a>(
 ) -> (MutexGuard<'a, State>, bool) {
     if counted == Counted::No {
         state.idle += 1;
-        state.check(&shared.config);
+        shared.check(&state);
         shared.changed();
     }
     // Spin a little before sleeping: a submitter that claims a spinning worker skips the
@@ -108,7 +142,8 @@ fn idle_wait<'a>(
     // instead of all going to sleep at once.
     let mut budget = spin::Budget::default();
     while state.wakeups == 0 && !state.closing && budget.left() {
-        let Some(plan) = state.spin_plan(&budget, Spinner::Worker, shared.cpus) else {
+        let running = shared.lane.counts().running;
+        let Some(plan) = state.spin_plan(&budget, Spinner::Worker, shared.cpus, running) else {
             break;
         };
         state.spinning += 1;
@@ -186,10 +221,14 @@ impl Drop for DeathGuard<'_> {
         let shared = self.shared;
         let mut state = lock(&shared.state);
         if self.in_task {
-            shared.record_finish(&mut state, Ran::Returned);
+            shared.tally(Ran::Returned);
+            shared.record_finish(&mut state);
         }
         state.threads_died += 1;
-        let replacement = (!state.queue.is_empty()).then(|| state.reserve_worker());
+        // One worker fewer: stop submits from skipping the lock before looking at the queue
+        // (lane invariant 3), so no task accepted after the look is left without a worker.
+        let queued = shared.lane.close_fast_submits().queued;
+        let replacement = (queued > 0).then(|| state.reserve_worker());
         leave(shared, state, self.id);
         tracing::error!(
             worker = self.id,

@@ -17,9 +17,9 @@ fn loom_two_workers_settle_to_one_idle() {
             })
             .unwrap();
         }
-        let settled = pool
-            .shared()
-            .wait_until("both done", |c| c.finished == 2 && c.quiescent());
+        let settled = pool.shared().wait_until("both done", |c| {
+            c.finished == 2 && c.running == 0 && c.quiescent()
+        });
         assert_eq!((settled.workers, settled.idle), (1, 1));
         pool.close().unwrap();
         assert_eq!(ran.load(Ordering::SeqCst), 2);

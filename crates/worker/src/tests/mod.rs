@@ -15,6 +15,8 @@ mod loom_handle;
 #[cfg(loom)]
 mod loom_join;
 #[cfg(loom)]
+mod loom_lane;
+#[cfg(loom)]
 mod loom_panic;
 #[cfg(loom)]
 mod loom_submit_close;

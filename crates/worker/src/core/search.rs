@@ -1,0 +1,88 @@
+//! A worker whose queue just ran dry looks for the next task a little, without the lock,
+//! before it goes idle.
+//!
+//! Going idle costs three lock round trips: the worker's own, the submit that then finds an
+//! idle worker and claims it (instead of accepting by compare-and-swap), and the worker's
+//! again when it takes the claim. With one fast producer feeding faster workers that is
+//! every few tasks. A searching worker is between states (neither idle nor running, so
+//! submits still skip the lock) and takes a task that arrives within a few microseconds
+//! with one [`Lane::reserve`](super::lane::Lane::reserve), lock-free.
+//!
+//! The same three rules as [`spin`](super::spin) decide whether it searches, read and
+//! updated without the lock (they are hints: a wrong guess costs time, never a rule):
+//!
+//! 1. **a CPU to spare**: running tasks plus searching workers, this one included, at most
+//!    the CPUs;
+//! 2. **no yields**: a search is [`PAUSE_ROUNDS`] rounds of spin hints only, so it never
+//!    hands its CPU to another process;
+//! 3. **only while it pays**: a search that found nothing counts a shared credit down, one
+//!    that found a task refills it; with no credit, one search in [`PROBE_EVERY`] runs
+//!    anyway.
+
+use super::lane::Lane;
+use super::spin::{CREDIT_MAX, PAUSE_ROUNDS, PROBE_EVERY};
+use crate::sync::{AtomicUsize, Ordering};
+
+/// The searching workers and whether searching paid lately.
+pub(super) struct Search {
+    searching: AtomicUsize,
+    credit: AtomicUsize,
+    refused: AtomicUsize,
+}
+
+impl Search {
+    pub(super) fn new() -> Self {
+        Self {
+            searching: AtomicUsize::new(0),
+            credit: AtomicUsize::new(CREDIT_MAX as usize),
+            refused: AtomicUsize::new(0),
+        }
+    }
+
+    /// Searches the lane for a queued task, if the rules allow; `true` when one was
+    /// reserved (the caller pops it).
+    pub(super) fn find(&self, lane: &Lane, cpus: usize) -> bool {
+        let searching = self.searching.fetch_add(1, Ordering::AcqRel) + 1;
+        let found = cpus >= 2
+            && lane.counts().running + searching <= cpus
+            && self.pays()
+            && self.spin(lane);
+        self.searching.fetch_sub(1, Ordering::AcqRel);
+        found
+    }
+
+    fn pays(&self) -> bool {
+        if self.credit.load(Ordering::Relaxed) > 0 {
+            return true;
+        }
+        let refused = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
+        if refused >= PROBE_EVERY as usize {
+            self.refused.store(0, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// The search itself; records whether it paid.
+    fn spin(&self, lane: &Lane) -> bool {
+        for round in 0..PAUSE_ROUNDS {
+            if lane.reserve() {
+                self.credit.store(CREDIT_MAX as usize, Ordering::Relaxed);
+                return true;
+            }
+            for _ in 0..1u32 << round {
+                std::hint::spin_loop();
+            }
+        }
+        if lane.reserve() {
+            self.credit.store(CREDIT_MAX as usize, Ordering::Relaxed);
+            return true;
+        }
+        let _ = self
+            .credit
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |credit| {
+                credit.checked_sub(1)
+            });
+        false
+    }
+}

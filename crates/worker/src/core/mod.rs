@@ -1,8 +1,11 @@
-//! The pool core: one `Mutex<State>` with three condvars, owning every rule of the pool.
+//! The pool core: one `Mutex<State>` with three condvars, owning every rule of the pool,
+//! beside the lock-free [`lane`] that carries the counts every submit and every finish
+//! change (`queued`, `running`) and the accepted tasks.
 //!
 //! This block holds the states, invariants and lock rules; the grow / shrink / exit
 //! protocol, step by step with the race each step prevents, follows it (from `README.md`
-//! beside this file).
+//! beside this file). The lane's own invariants (its word, its flags, and why a lock-free
+//! step and a locked one never decide on different views) are in [`lane`].
 //!
 //! # States of a worker
 //!
@@ -10,12 +13,12 @@
 //!   reserved by a submit (workers += 1)      one of `min`, reserved at build
 //!                 │                          (workers += 1, idle += 1)
 //!                 ▼                                      │
-//!             Starting ── pops the queue head ──┐        │
-//!                 │ queue empty                 ▼        │
-//!                 │              ┌──────────► Running    │
-//!                 │              │ pop           │ task done (same critical section)
-//!                 ▼              │               ▼        │
-//!        exit check ◄── queue empty ◄── queue non-empty? ─┘ (yes: pop the next one)
+//!             Starting ── reserves the queue head ─┐     │
+//!                 │ queue empty                    ▼     │
+//!                 │              ┌─────────────► Running │
+//!                 │              │ reserve          │ task done (one step of the lane)
+//!                 ▼              │                  ▼     │
+//!        exit check ◄── search found nothing ◄── queue non-empty? ─┘ (yes: take the next one)
 //!          │ workers > min and idle > min/2 (idle: the *other* idle workers)
 //!          ├──────────────────────────────────────────────────────► Exited
 //!          │ else
@@ -27,7 +30,8 @@
 //! ```
 //!
 //! `starting = workers - idle - wakeups - running` counts Starting workers (their thread is
-//! being created or has not taken the lock yet); Claimed-but-not-yet-popped ones are
+//! being created or has not taken the lock yet) and workers between a finish and the lock
+//! (searching the lane, [`search`]); Claimed-but-not-yet-popped ones are
 //! `wakeups`, a count of tokens rather than names: whichever idle worker wakes first takes
 //! one. `spinning` counts the idle workers still spinning, which need no notification, and
 //! `sleeping` those asleep on `work` with the notifications on their way to them
@@ -35,8 +39,8 @@
 //! (a token neither a spinner nor an already-notified sleeper will take) and a sleeper is
 //! left that no notification is on its way to (if none is, a worker started at build and
 //! not yet in its idle wait takes the token), and a spinner re-checks the tokens under the
-//! lock before it sleeps. A worker whose task panicked is still Running until it
-//! re-takes the lock: the panic was caught. Whether a thread spins at all, and for how
+//! lock before it sleeps. A worker whose task panicked is still Running until it counts
+//! the finish: the panic was caught. Whether a thread spins at all, and for how
 //! long, is decided under the lock by the rules in [`spin`] (a CPU to spare, yields only
 //! while they come back at once, spinning only while it pays); `spinning_submitters`, the
 //! two spin credits and the yield pause are `State` fields like the rest. They only decide
@@ -44,38 +48,51 @@
 //! worker thread that dies outside a task leaves through `worker::DeathGuard`, which undoes
 //! its counts and starts a replacement if tasks wait.
 //!
-//! # Invariants (checked by `State::check` after every transition)
+//! # Invariants (checked by `State::check` after every transition under the lock)
+//!
+//! `queued` and `running` live in the lane and also move without the lock: a busy pool's
+//! submit raises `queued` (only while no worker is idle, the pool is at `max` and not
+//! closing), a finishing worker lowers `running` or moves one task from `queued` to
+//! `running` (only while nobody waits to hear of a finish), and a searching worker moves
+//! one. Each invariant below holds for whatever the lock holder reads, because those
+//! lock-free steps only move the counts in the directions the invariant allows.
 //!
 //! 1. `idle + wakeups + running <= workers <= max`: every counted state is a live worker,
 //!    and the pool never holds more than `max` (why: rule 1's bound). Within that,
 //!    `spinning + sleeping <= idle + wakeups` (spinners and sleepers are idle workers,
 //!    claimed or not), and neither condvar has more notifications on their way than
 //!    sleepers ([`sleepers`]; why: else a skipped notification could be one nobody sends).
-//! 2. `queue.len() + running <= max + capacity` where `capacity = max/2 + submit_buffer`:
+//! 2. `queued + running <= max + capacity` where `capacity = max/2 + submit_buffer`:
 //!    the accepted, unfinished tasks. With `running == max` this is exactly rule 2's
-//!    "`max/2 + submit_buffer` further tasks". Acceptance checks it; a pop moves a task from
-//!    `queue` to `running` and keeps the sum, so only a finished task makes room.
-//! 3. `idle == 0 || queue.len() <= wakeups + starting`: a queued task never waits while a
+//!    "`max/2 + submit_buffer` further tasks". Both acceptances check it in the
+//!    compare-and-swap that raises `queued`; a reservation moves a task from `queued` to
+//!    `running` and keeps the sum, so only a finished task makes room.
+//! 3. `idle == 0 || queued <= wakeups + starting`: a queued task never waits while a
 //!    worker sleeps unclaimed (why: otherwise a task could sit forever beside a sleeping
-//!    worker). A push claims an idle worker in the same critical section, and a worker only
-//!    becomes idle after seeing the queue empty.
+//!    worker). A locked push claims an idle worker in the same critical section; a worker
+//!    only becomes idle after seeing `queued == 0` in the same step that stops lock-free
+//!    submits (`SUBMIT_FAST`), and those are allowed again only once no worker is idle.
 //! 4. `spawning` equals the number of thread slots without a handle: a spawn is reserved
 //!    (counted in `workers`, with a slot) before the lock is dropped, so two submitters
 //!    seeing `workers < max` at once cannot both exceed `max`; its outcome is recorded under
 //!    the lock again. The new worker may run, and even exit, before that, so `close` waits
 //!    for `spawning == 0` as well as `workers == 0` (why: else it could miss a thread to
 //!    join, and that thread would outlive `close`).
-//! 5. once `closing` is set, nothing is pushed again: acceptance checks `closing` under the
-//!    lock, so every task is either rejected with `Closed` or queued before `close` starts
-//!    waiting, and workers only exit while closing once the queue is empty.
+//! 5. once `closing` is set, nothing is pushed again: a locked acceptance checks `closing`,
+//!    and the same critical section that sets it clears `SUBMIT_FAST`, so every task is
+//!    either rejected with `Closed` or counted in `queued` before `close` starts waiting,
+//!    and workers only exit while closing once `queued` is 0.
 //! 6. a joiner (`Pool::join`) never sleeps through the moment the pool runs out of work:
-//!    it checks `out_of_work()` and starts waiting on `done` in one critical section
-//!    (counted in `joiners`), and the finish that leaves nothing queued or running bumps
+//!    it counts itself in `joiners` (which clears `FINISH_FAST`, so every later finish takes
+//!    the lock), then checks `out_of_work()` and starts waiting on `done` in one critical
+//!    section, and the finish that leaves nothing queued or running bumps
 //!    `emptied` and notifies `done` in its own critical section when `joiners > 0`. A joiner
 //!    returns once `emptied` moved past the value it arrived with, so it also returns when
 //!    new tasks were accepted right after that moment (why: else a steady submitter could
 //!    make a joiner that was woken go back to sleep).
-//! 7. the reported counts nest: `panicked <= finished`, `threads_died <= threads_exited <=
+//! 7. the reported counts nest: `panicked <= finished` (the tallies, atomics counted by the
+//!    finishing worker before the lane's `running` drops, so whoever sees a task finished
+//!    in the lane sees it tallied), `threads_died <= threads_exited <=
 //!    threads_started`, and `threads_started - threads_exited <= workers`: a thread is
 //!    counted started at its first lock and exited in the critical section that uncounts it
 //!    from `workers` (why: `PoolMetrics` reports them as they are, so a count bumped in the
@@ -83,16 +100,19 @@
 //!
 //! # Locks
 //!
-//! [`Shared::state`] guards everything above; it is the only lock (the join slot of
-//! [`crate::TaskHandle`] has its own, never taken while this one is held). Condvars, all
-//! paired with `state`:
+//! [`Shared::state`] guards everything above but the lane's counts; it is the only lock of
+//! the pool (the join slot of [`crate::TaskHandle`] has its own, never taken while this one
+//! is held; under loom the lane's FIFO is a locked `VecDeque`, taken only inside a push or
+//! a pop). The lane's flags are written only under it. Condvars, all paired with `state`:
 //! - `work`: idle workers wait here; a submitter that claims one calls `notify_one`, unless
 //!   a spinner or a sleeper notified earlier and not yet awake will take that claim.
 //! - `room`: submitters blocked on a full pool (`blocked`); a finished task notifies one when
 //!   some blocked submitter has no notification on its way (one already notified and not
 //!   yet awake will take that room, so a second notification would only cost a syscall); closing
 //!   notifies all. Before blocking, a submitter may spin (lock released, when [`spin`]
-//!   allows) while a few tasks finish, watching `finished_hint`.
+//!   allows) while a few tasks finish, watching the `finished` tally; to block, it counts
+//!   itself in `blocked` (which clears `FINISH_FAST` unless every blocked submitter has a
+//!   notification on its way) and looks at the counts once more before it waits.
 //! - `done`: closers, woken when the last worker leaves or a join round finishes; joiners,
 //!   woken when the pool runs out of work (invariant 6).
 //!
@@ -101,10 +121,10 @@
 //! Tasks run, threads are spawned and joined, and `tracing` logs only outside the lock.
 //! Condvars are notified after unlocking (a notification that needs a decision made under
 //! the lock is recorded there first, as the `wakeups` token), except that a worker finishing
-//! a task notifies `room` (and `done`, for joiners) with the lock held, because it goes
-//! straight on to pop its next task under that same lock. Nothing outside the lock reads
-//! `State`; spinners read two atomic copies (`token_hint`, `finished_hint`) written under
-//! it, as hints only: every decision is re-made under the lock.
+//! a task under the lock notifies `room` (and `done`, for joiners) with the lock held,
+//! because it goes straight on to look for its next task under that same lock. Nothing
+//! outside the lock reads `State`; spinners read `token_hint`, an atomic copy written under
+//! it, and the `finished` tally, as hints only: every decision is re-made under the lock.
 //!
 #![doc = include_str!("README.md")]
 

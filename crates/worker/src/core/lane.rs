@@ -5,8 +5,8 @@
 //! # The word
 //!
 //! ```text
-//!   bit 63          62           61..36     35..0
-//!   FINISH_FAST     SUBMIT_FAST  running    queued
+//!   bit 63          62           61            60..36     35..0
+//!   FINISH_FAST     SUBMIT_FAST  ROOM_WANTED   running    queued
 //! ```
 //!
 //! - `queued`: tasks accepted and not yet taken by a worker. A task is counted here before
@@ -17,8 +17,12 @@
 //!   task accepted then needs nobody woken and no worker started (rule 1), and a worker
 //!   that frees up takes it through [`Lane::reserve`].
 //! - `FINISH_FAST`: a finished task may be counted by compare-and-swap alone. Set under the
-//!   lock only while no submitter is blocked and no joiner waits, so a finish that nobody
-//!   needs to hear about skips the lock.
+//!   lock only while no joiner waits, so a finish that nobody needs to hear about skips the
+//!   lock.
+//! - `ROOM_WANTED`: a submitter is blocked on a full pool with no notification on its way.
+//!   The finish that leaves [`Lane::room_batch`] places free (or more), or at most one task
+//!   queued, takes the lock to wake it; the finishes before it do not. Set under the lock,
+//!   like the other two.
 //!
 //! # Invariants
 //!
@@ -32,8 +36,8 @@
 //! 3. the flags are written only under the pool's lock, and a transition that makes a
 //!    flag's condition false clears the flag in the word *before* it reads the counts to
 //!    decide anything (a worker going idle clears `SUBMIT_FAST` in the same
-//!    compare-and-swap that sees `queued == 0`; a submitter about to block or a joiner about
-//!    to wait clears `FINISH_FAST` before it re-checks the counts). The lock-free operations
+//!    compare-and-swap that sees `queued == 0`; a joiner about to wait clears `FINISH_FAST`,
+//!    and a submitter about to block sets `ROOM_WANTED`, before it re-checks the counts). The lock-free operations
 //!    check their flag in the same compare-and-swap that changes the counts, so each one is
 //!    ordered wholly before or wholly after the clear (one word, one modification order:
 //!    no `SeqCst` reasoning across words is needed, and loom explores it exactly).
@@ -54,12 +58,14 @@ use crate::sync::{Mutex, lock};
 use super::Task;
 
 const QUEUED_BITS: u32 = 36;
-const RUNNING_BITS: u32 = 26;
+const RUNNING_BITS: u32 = 25;
 const QUEUED_ONE: u64 = 1;
 const RUNNING_ONE: u64 = 1 << QUEUED_BITS;
 const QUEUED_MASK: u64 = RUNNING_ONE - 1;
 const RUNNING_MASK: u64 = ((1 << RUNNING_BITS) - 1) << QUEUED_BITS;
+const ROOM_WANTED: u64 = 1 << 61;
 const SUBMIT_FAST: u64 = 1 << 62;
+const FLAGS: u64 = ROOM_WANTED | SUBMIT_FAST | FINISH_FAST;
 const FINISH_FAST: u64 = 1 << 63;
 
 /// The most unfinished tasks (`max + max / 2 + submit_buffer`) the word can count.
@@ -94,6 +100,10 @@ pub(super) enum Finished {
 pub(super) struct Lane {
     word: AtomicU64,
     fifo: Fifo,
+    /// The most unfinished tasks (rule 2).
+    limit: u64,
+    /// See [`Lane::room_batch`].
+    room_batch: u64,
 }
 
 fn counts(word: u64) -> Counts {
@@ -115,7 +125,19 @@ impl Lane {
         Self {
             word: AtomicU64::new(0),
             fifo: Fifo::new(limit),
+            limit,
+            room_batch: (limit / 2).clamp(1, ROOM_BATCH_MAX),
         }
+    }
+
+    /// How many free places wake a blocked submitter: half the limit, at least 1 and at
+    /// most [`ROOM_BATCH_MAX`]; fewer when the queue is about to run dry. A producer
+    /// faster than the workers then sleeps and wakes once per batch of tasks, not once per
+    /// task (each wake-up costs it a CPU the workers need). The submitter sleeps with a
+    /// timeout ([`ROOM_WAIT_MAX`]) so that room less than a batch still reaches it when no
+    /// further task finishes (a task may wait for what the submitter does next).
+    pub(super) fn room_batch(&self) -> u64 {
+        self.room_batch
     }
 
     /// The counts now (exact under the lock only for what the lock-free side cannot change,
@@ -126,10 +148,10 @@ impl Lane {
 
     /// Accepts `task` without the lock, if `SUBMIT_FAST` is set and there is room under
     /// `limit`; otherwise hands it back for the locked path.
-    pub(super) fn accept_fast(&self, task: Task, limit: u64) -> Result<(), Task> {
+    pub(super) fn accept_fast(&self, task: Task) -> Result<(), Task> {
         let mut word = self.word.load(Ordering::Acquire);
         loop {
-            if word & SUBMIT_FAST == 0 || unfinished(word) >= limit {
+            if word & SUBMIT_FAST == 0 || unfinished(word) >= self.limit {
                 return Err(task);
             }
             match self.word.compare_exchange_weak(
@@ -146,12 +168,12 @@ impl Lane {
         Ok(())
     }
 
-    /// Accepts a task under the lock if there is room under `limit`: counts it; the caller
-    /// pushes it with [`Lane::push`] before it unlocks. `false`: the pool is full.
-    pub(super) fn accept(&self, limit: u64) -> bool {
+    /// Accepts a task under the lock if there is room under the limit: counts it; the
+    /// caller pushes it with [`Lane::push`] before it unlocks. `false`: the pool is full.
+    pub(super) fn accept(&self) -> bool {
         self.word
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |word| {
-                (unfinished(word) < limit).then_some(word + QUEUED_ONE)
+                (unfinished(word) < self.limit).then_some(word + QUEUED_ONE)
             })
             .is_ok()
     }
@@ -224,6 +246,13 @@ impl Lane {
             if word & FINISH_FAST == 0 {
                 return Finished::Locked;
             }
+            // The places free once this task is counted finished, and whether the workers
+            // are about to run out of queued tasks (then waiting for a batch would idle them).
+            let room = self.limit - (unfinished(word) - 1);
+            let running_dry = word & QUEUED_MASK <= 1;
+            if word & ROOM_WANTED != 0 && (room >= self.room_batch || running_dry) {
+                return Finished::Locked;
+            }
             let next = word & QUEUED_MASK > 0;
             let new = if next {
                 word - QUEUED_ONE
@@ -246,18 +275,24 @@ impl Lane {
         self.word.fetch_sub(RUNNING_ONE, Ordering::AcqRel);
     }
 
-    /// Under the lock: sets or clears the two flags. A flag being cleared so a decision can
-    /// follow must be cleared before the counts are read (invariant 3); this does both
-    /// flags in one step and returns the counts as of that step.
-    pub(super) fn set_flags(&self, submit_fast: bool, finish_fast: bool) -> Counts {
-        let flags =
-            if submit_fast { SUBMIT_FAST } else { 0 } | if finish_fast { FINISH_FAST } else { 0 };
+    /// Under the lock: sets or clears the three flags. A flag changed so a decision can
+    /// follow must change before the counts are read (invariant 3); this does all three in
+    /// one step and returns the counts as of that step.
+    pub(super) fn set_flags(
+        &self,
+        submit_fast: bool,
+        finish_fast: bool,
+        room_wanted: bool,
+    ) -> Counts {
+        let flags = if submit_fast { SUBMIT_FAST } else { 0 }
+            | if finish_fast { FINISH_FAST } else { 0 }
+            | if room_wanted { ROOM_WANTED } else { 0 };
         let mut word = self.word.load(Ordering::Acquire);
         loop {
-            if word & (SUBMIT_FAST | FINISH_FAST) == flags {
+            if word & FLAGS == flags {
                 return counts(word);
             }
-            let new = (word & !(SUBMIT_FAST | FINISH_FAST)) | flags;
+            let new = (word & !FLAGS) | flags;
             match self
                 .word
                 .compare_exchange_weak(word, new, Ordering::AcqRel, Ordering::Acquire)
@@ -268,6 +303,12 @@ impl Lane {
         }
     }
 }
+
+/// The most places [`Lane::room_batch`] waits for.
+const ROOM_BATCH_MAX: u64 = 64;
+
+/// The longest a blocked submitter sleeps before it looks for room less than a batch.
+pub(super) const ROOM_WAIT_MAX: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Spin rounds (`1 << round` hints each) a reserved pop waits for a push in flight before it
 /// yields.

@@ -636,15 +636,17 @@ impl Shared {
 
     /// Sets the lane's flags from `state` (see [`lane`]): submits skip the lock while no
     /// worker is idle, the pool is at `max` and not closing; finishes skip it while no
-    /// submitter is blocked and no joiner waits. Called at the end of every critical section
-    /// that may change those conditions, and by a thread about to wait on one of them
-    /// before it looks at the counts a last time. Returns the lane's counts after that step.
+    /// joiner waits, except the one that frees a batch of room while a blocked submitter
+    /// waits for it. Called at the end of every critical section that may change those
+    /// conditions, and by a thread about to wait on one of them before it looks at the
+    /// counts a last time. Returns the lane's counts after that step.
     fn sync_flags(&self, state: &State) -> lane::Counts {
         let submit_fast = state.idle == 0 && state.workers == self.config.max && !state.closing;
+        let finish_fast = state.joiners == 0;
         // A blocked submitter with a notification on its way needs no other: it looks at the
-        // counts when it wakes (and blocks again, clearing this flag first, if it must).
-        let finish_fast = state.blocked.asleep() == state.blocked.signalled() && state.joiners == 0;
-        self.lane.set_flags(submit_fast, finish_fast)
+        // counts when it wakes (and blocks again, setting this flag first, if it must).
+        let room_wanted = state.blocked.asleep() > state.blocked.signalled();
+        self.lane.set_flags(submit_fast, finish_fast, room_wanted)
     }
 
     fn unlock_checked(&self, state: MutexGuard<'_, State>) {
@@ -665,11 +667,6 @@ impl Shared {
         }
     }
 
-    /// The most unfinished tasks (rule 2): `max + capacity`, which `Builder` checked.
-    fn limit(&self) -> u64 {
-        (self.config.max + self.config.capacity) as u64
-    }
-
     /// Accepts `task` if the capacity rule allows, waiting for room as `wait` says.
     ///
     /// While the pool is busy at `max` (the lane's `SUBMIT_FAST`), a submit is one
@@ -677,8 +674,7 @@ impl Shared {
     /// counted and pushed and, in the same critical section, either an idle worker is
     /// claimed or a new worker is reserved (rule 1).
     pub(crate) fn submit(this: &Arc<Self>, task: Task, wait: Wait) -> Result<(), Rejected> {
-        let limit = this.limit();
-        let task = match this.lane.accept_fast(task, limit) {
+        let task = match this.lane.accept_fast(task) {
             Ok(()) => {
                 this.changed_lock_free();
                 return Ok(());
@@ -691,7 +687,7 @@ impl Shared {
             if state.closing {
                 return Err(this.reject(state, Rejected::Closed(task)));
             }
-            if this.lane.accept(limit) {
+            if this.lane.accept() {
                 break;
             }
             let running = this.lane.counts().running;
@@ -706,7 +702,7 @@ impl Shared {
                 state.spinning_submitters += 1;
                 let finished = this.tallies.finished.load(Ordering::Acquire);
                 drop(state);
-                let batch = (limit / 4).clamp(1, ROOM_BATCH_MAX);
+                let batch = this.lane.room_batch();
                 let outcome = spin::spin(&mut budget, plan, || {
                     this.tallies
                         .finished
@@ -719,22 +715,25 @@ impl Shared {
                 state.spin_ended(Spinner::Submitter, outcome);
                 continue;
             }
+            // A batch of room wakes a blocked submitter (see `Lane::room_batch`); less than
+            // that reaches it when it wakes by itself, at the latest after `ROOM_WAIT_MAX`.
+            let nap = (this.lane.room_batch() > 1).then_some(lane::ROOM_WAIT_MAX);
             let timeout = match wait {
                 Wait::No => return Err(this.reject(state, Rejected::Full(task))),
-                Wait::Forever => None,
+                Wait::Forever => nap,
                 Wait::Until(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
                         return Err(this.reject(state, Rejected::Timeout(task)));
                     }
-                    Some(deadline - now)
+                    Some(nap.map_or(deadline - now, |nap| nap.min(deadline - now)))
                 }
             };
-            // From here every finish comes through the lock and sees this submitter
-            // (`FINISH_FAST` cleared): look once more for room a finish made before that.
+            // From here the finish that frees a batch of room comes through the lock and
+            // sees this submitter (`ROOM_WANTED`): look once more for room freed before that.
             state.blocked.fall_asleep();
             this.sync_flags(&state);
-            if this.lane.accept(limit) {
+            if this.lane.accept() {
                 // Never asleep: taking up a notification meant for another sleeper only
                 // costs a spare one later (see `sleepers`).
                 state.blocked.woke();
@@ -930,12 +929,6 @@ impl Shared {
         }
     }
 }
-
-/// At most how many tasks a spinning submitter lets finish before it looks again: a quarter
-/// of the pool's unfinished-task limit, at least 1 and at most this (and the spin budget
-/// bounds the wait in any case). Workers drain that many without the submitter contending for
-/// the lock, then the submitter's next calls find room at once.
-const ROOM_BATCH_MAX: u64 = 64;
 
 /// Whether a submitter that found the pool full may wait at all (and so spin first).
 fn may_wait(wait: Wait) -> bool {

@@ -126,3 +126,28 @@ fn blocked_submit_returns_closed_when_close_begins() {
     gates.release_all();
     closer.join().unwrap().unwrap();
 }
+
+#[test]
+fn blocked_submit_gets_room_less_than_a_batch_when_nothing_else_finishes() {
+    // Limit 7 (one worker, six waiting places): a blocked submitter is woken by a batch of
+    // 3 free places. Only one place frees here, and the task that takes the worker then
+    // waits for the test, not for the submitter: the submit must still get that one place.
+    let pool = Arc::new(Pool::builder(1, 1).submit_buffer(6).build().unwrap());
+    let gates = Arc::new(Gates::default());
+    for id in 0..7 {
+        pool.submit(gates.task(id)).unwrap();
+    }
+    gates.wait_started(1);
+    let blocked = {
+        let (pool, gates) = (Arc::clone(&pool), Arc::clone(&gates));
+        std::thread::spawn(move || pool.submit(gates.task(7)).is_ok())
+    };
+    pool.shared()
+        .wait_until("a submitter blocks", |c| c.blocked_submitters > 0);
+    gates.release(0);
+    assert!(blocked.join().unwrap(), "the pool was not closing");
+    assert_eq!(gates.wait_started(2), vec![0, 1]);
+    gates.release_all();
+    assert_eq!(gates.wait_started(8), (0..8).collect::<Vec<_>>());
+    pool.close().unwrap();
+}

@@ -696,7 +696,7 @@ impl Shared {
                 .flatten()
             {
                 // Wait a little before blocking: a blocked submitter costs a finishing worker
-                // a notification and itself a sleep and a wake-up, per task. Only with a CPU
+                // a notification and itself a sleep and a wake-up, per batch of room. Only with a CPU
                 // to spare (see `spin`): the room comes from the workers. A submitter that
                 // loses the room to another goes on with what is left of its budget.
                 state.spinning_submitters += 1;

@@ -104,6 +104,10 @@ impl Pool {
 
     /// Submits a task, blocking while the pool is full.
     ///
+    /// A blocked submit is woken once a batch of places is free (see "Rule 2" in the crate
+    /// docs), and looks for a single free place by itself at least once a millisecond, so
+    /// it never waits on room that exists for longer than that.
+    ///
     /// # Errors
     ///
     /// [`SubmitError`] with the task when the pool is closing (also if it begins closing

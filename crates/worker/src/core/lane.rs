@@ -33,14 +33,15 @@
 //!    and every acceptance pushes exactly one: so the FIFO's length plus the pushes in
 //!    flight equals `queued`, and a reserved pop always finds its task, waiting at most for
 //!    the push in flight (the submitter is between its compare-and-swap and its push).
-//! 3. the flags are written only under the pool's lock, and a transition that makes a
-//!    flag's condition false clears the flag in the word *before* it reads the counts to
-//!    decide anything (a worker going idle clears `SUBMIT_FAST` in the same
-//!    compare-and-swap that sees `queued == 0`; a joiner about to wait clears `FINISH_FAST`,
-//!    and a submitter about to block sets `ROOM_WANTED`, before it re-checks the counts). The lock-free operations
-//!    check their flag in the same compare-and-swap that changes the counts, so each one is
-//!    ordered wholly before or wholly after the clear (one word, one modification order:
-//!    no `SeqCst` reasoning across words is needed, and loom explores it exactly).
+//! 3. the flags are written only under the pool's lock, and a transition after which a
+//!    lock-free step would be wrong changes the flag in the word *before* it reads the
+//!    counts to decide anything: a worker going idle clears `SUBMIT_FAST` in the same
+//!    compare-and-swap that sees `queued == 0`; a joiner about to wait clears
+//!    `FINISH_FAST`, and a submitter about to block sets `ROOM_WANTED`, before it re-checks
+//!    the counts. The lock-free steps check their flags in the same compare-and-swap that
+//!    changes the counts, so each one is ordered wholly before or wholly after the change
+//!    (one word, one modification order: no `SeqCst` reasoning across words is needed, and
+//!    loom explores it exactly).
 //!
 //! # Order
 //!

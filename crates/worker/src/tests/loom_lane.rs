@@ -4,21 +4,15 @@
 //! runs without `close` having to find it: `join` would otherwise wait forever beside a
 //! sleeping worker (a deadlock loom reports), and both tasks start in submit order.
 
+use super::loom_support::submit_one_then_two;
 use crate::Pool;
-use crate::sync::{Arc, Mutex, lock, thread};
+use crate::sync::{Arc, lock, thread};
 
 #[test]
 fn loom_fast_submit_racing_a_worker_going_idle() {
     loom::model(|| {
         let pool = Arc::new(Pool::new(1, 1).unwrap());
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let first = Arc::clone(&order);
-        pool.submit(move || lock(&first).push(1)).unwrap();
-        let second = {
-            let (pool, order) = (Arc::clone(&pool), Arc::clone(&order));
-            thread::spawn(move || pool.submit(move || lock(&order).push(2)).is_ok())
-        };
-        assert!(second.join().unwrap(), "the pool was not closing");
+        let order = submit_one_then_two(&pool);
         pool.join().unwrap();
         assert_eq!(*lock(&order), vec![1, 2]);
         pool.close().unwrap();
@@ -26,7 +20,7 @@ fn loom_fast_submit_racing_a_worker_going_idle() {
 }
 
 /// A submitter blocked on the full pool of one (no waiting place) racing the worker's
-/// lock-free finish: it clears `FINISH_FAST` before its last look at the counts, so either
+/// lock-free finish: it sets `ROOM_WANTED` before its last look at the counts, so either
 /// it sees the room or the finish comes through the lock and wakes it.
 #[test]
 fn loom_blocked_submit_racing_a_lock_free_finish() {

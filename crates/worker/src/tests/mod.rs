@@ -21,6 +21,8 @@ mod loom_panic;
 #[cfg(loom)]
 mod loom_submit_close;
 #[cfg(loom)]
+mod loom_support;
+#[cfg(loom)]
 mod loom_two_sleepers;
 
 #[cfg(not(loom))]

@@ -13,12 +13,12 @@
 //!   reserved by a submit (workers += 1)      one of `min`, reserved at build
 //!                 │                          (workers += 1, idle += 1)
 //!                 ▼                                      │
-//!             Starting ── reserves the queue head ─┐     │
-//!                 │ queue empty                    ▼     │
-//!                 │              ┌─────────────► Running │
-//!                 │              │ reserve          │ task done (one step of the lane)
-//!                 ▼              │                  ▼     │
-//!        exit check ◄── search found nothing ◄── queue non-empty? ─┘ (yes: take the next one)
+//!             Starting ── takes the queue head ─┐        │
+//!                 │ queue empty                 ▼        │
+//!                 │              ┌──────────► Running    │
+//!                 │              │ take          │ task done (one step of the lane)
+//!                 ▼              │               ▼        │
+//!        exit check ◄── queue empty ◄── queue non-empty? ─┘ (yes: take the next one)
 //!          │ workers > min and idle > min/2 (idle: the *other* idle workers)
 //!          ├──────────────────────────────────────────────────────► Exited
 //!          │ else
@@ -613,7 +613,7 @@ impl Shared {
         self.token_hint.store(state.wakeups, Ordering::Release);
     }
 
-    /// The lane's counts and the tallies as of now, for checks and counters under the lock.
+    /// The tallies as of now, `(finished, panicked)`, for checks and counters.
     fn tallies(&self) -> (u64, u64) {
         // `panicked` first: read the other way round, a panic counted between the two
         // reads could show more panics than finishes.
@@ -696,9 +696,10 @@ impl Shared {
                 .flatten()
             {
                 // Wait a little before blocking: a blocked submitter costs a finishing worker
-                // a notification and itself a sleep and a wake-up, per batch of room. Only with a CPU
-                // to spare (see `spin`): the room comes from the workers. A submitter that
-                // loses the room to another goes on with what is left of its budget.
+                // a notification and itself a sleep and a wake-up, per batch of room. Only
+                // with a CPU to spare (see `spin`): the room comes from the workers. A
+                // submitter that loses the room to another goes on with what is left of its
+                // budget.
                 state.spinning_submitters += 1;
                 let finished = this.tallies.finished.load(Ordering::Acquire);
                 drop(state);

@@ -66,7 +66,9 @@ async fn notify_wakes_an_idle_replica() {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
     /// A claim of a job, with its fencing token: tokens are drawn right after the claim
-    /// locks its job, so their order is the order in which claims took their jobs.
+    /// locks its job, so their order is the order in which claims took their jobs, as
+    /// closely as one statement can (a server process descheduled between the lock and the
+    /// draw lets other claims draw first).
     Claimed { job: u64, token: u64 },
     /// A target of the job was stored under the claim with this token, and the job goes on.
     Stored { job: u64, token: u64 },
@@ -200,7 +202,13 @@ impl Hooks for Counting {
 /// target, the claims by token after every claim logged before the submit or store and
 /// before the job's next claim (so a job never started is caught too); a claim minted
 /// before the store committed may be logged after it (each job has at most one such claim,
-/// being serial), so the check allows three.
+/// being serial), so the check allows three. A wait can count more without a rotation bug:
+/// the job's next claim draws its token after locking the job, and if its server process
+/// loses the CPU in between, other claims that skipped the locked job draw tokens first
+/// (seen once in a full gate on two busy cores: 4). So two waits may exceed three, each
+/// through fewer claims than half a job's targets. A store that rotates by id instead of by
+/// service stamp made 15 and 27 of the 1,000 waits exceed three (worst 8 and 11) in two
+/// runs; the rotation as it is, none in 65 runs on an idle machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
     if !pg::available() {
@@ -318,7 +326,7 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
         }
     }
     claims.sort_unstable();
-    let mut worst = 0;
+    let mut waits: Vec<usize> = Vec::new(); // per wait, the most claims of one other job
     for (after, waiting, stored) in stores {
         // The job's next claim, by token; another replica may have taken it (and logged it)
         // before this store was logged, and then the job waited for nothing.
@@ -333,13 +341,24 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
             .iter()
             .filter(|&&(token, _)| token > after && token < next)
         {
-            let n = counts.entry(job).or_default();
-            *n += 1;
-            worst = worst.max(*n);
+            *counts.entry(job).or_default() += 1;
         }
+        waits.push(counts.into_values().max().unwrap_or(0));
     }
-    println!("fairness: at most {worst} claims of one job while another waited");
-    assert!(worst <= 3, "a job waited through {worst} claims of another");
+    let worst = waits.iter().copied().max().unwrap_or(0);
+    let over = waits.iter().filter(|&&n| n > 3).count();
+    println!(
+        "fairness: at most {worst} claims of one job while another waited; {over} of {} waits over 3",
+        waits.len()
+    );
+    assert!(
+        over <= 2,
+        "{over} waits went through more than 3 claims of another job (worst {worst})"
+    );
+    assert!(
+        worst < per_job / 2,
+        "a job waited through {worst} claims of another"
+    );
     for runner in &runners {
         runner.close().await;
     }

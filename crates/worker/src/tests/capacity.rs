@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::support::{Gates, settle};
+use super::support::{Gates, settle, submit_from_a_blocked_thread};
 use crate::{Pool, SubmitTimeoutError, TrySubmitError};
 
 /// Fills `max` workers, then checks exactly `max/2 + buffer` more are accepted.
@@ -93,12 +93,7 @@ fn blocked_submit_proceeds_when_a_task_finishes() {
     let gates = Arc::new(Gates::default());
     pool.submit(gates.task(0)).unwrap();
     settle(&pool, 0);
-    let blocked = {
-        let (pool, gates) = (Arc::clone(&pool), Arc::clone(&gates));
-        std::thread::spawn(move || pool.submit(gates.task(1)).is_ok())
-    };
-    pool.shared()
-        .wait_until("a submitter blocks", |c| c.blocked_submitters > 0);
+    let blocked = submit_from_a_blocked_thread(&pool, gates.task(1));
     gates.release(0);
     assert!(blocked.join().unwrap());
     assert_eq!(gates.wait_started(2), vec![0, 1]);
@@ -112,17 +107,12 @@ fn blocked_submit_returns_closed_when_close_begins() {
     let gates = Arc::new(Gates::default());
     pool.submit(gates.task(0)).unwrap();
     settle(&pool, 0);
-    let blocked = {
-        let pool = Arc::clone(&pool);
-        std::thread::spawn(move || pool.submit(|| ()).is_err())
-    };
-    pool.shared()
-        .wait_until("a submitter blocks", |c| c.blocked_submitters > 0);
+    let blocked = submit_from_a_blocked_thread(&pool, || ());
     let closer = {
         let pool = Arc::clone(&pool);
         std::thread::spawn(move || pool.close())
     };
-    assert!(blocked.join().unwrap(), "the blocked submit saw Closed");
+    assert!(!blocked.join().unwrap(), "the blocked submit saw Closed");
     gates.release_all();
     closer.join().unwrap().unwrap();
 }
@@ -138,12 +128,7 @@ fn blocked_submit_gets_room_less_than_a_batch_when_nothing_else_finishes() {
         pool.submit(gates.task(id)).unwrap();
     }
     gates.wait_started(1);
-    let blocked = {
-        let (pool, gates) = (Arc::clone(&pool), Arc::clone(&gates));
-        std::thread::spawn(move || pool.submit(gates.task(7)).is_ok())
-    };
-    pool.shared()
-        .wait_until("a submitter blocks", |c| c.blocked_submitters > 0);
+    let blocked = submit_from_a_blocked_thread(&pool, gates.task(7));
     gates.release(0);
     assert!(blocked.join().unwrap(), "the pool was not closing");
     assert_eq!(gates.wait_started(2), vec![0, 1]);

@@ -67,3 +67,18 @@ pub(crate) fn settle(pool: &Pool, finished: u64) -> Counters {
     pool.shared()
         .wait_until("quiescent", |c| c.quiescent() && c.finished == finished)
 }
+
+/// Submits `task` from a new thread and waits until that submit blocks on the full pool;
+/// the thread's result is whether the submit was accepted.
+pub(crate) fn submit_from_a_blocked_thread(
+    pool: &Arc<Pool>,
+    task: impl FnOnce() + Send + 'static,
+) -> std::thread::JoinHandle<bool> {
+    let submitter = {
+        let pool = Arc::clone(pool);
+        std::thread::spawn(move || pool.submit(task).is_ok())
+    };
+    pool.shared()
+        .wait_until("a submitter blocks", |c| c.blocked_submitters > 0);
+    submitter
+}

@@ -13,14 +13,14 @@
 //!
 //! 1. **a CPU to spare**: running tasks plus searching workers, this one included, at most
 //!    the CPUs;
-//! 2. **no yields**: a search is [`PAUSE_ROUNDS`] rounds of spin hints only, so it never
+//! 2. **no yields**: a search is [`PAUSE_ROUNDS`](super::spin::PAUSE_ROUNDS) rounds of spin hints only, so it never
 //!    hands its CPU to another process;
 //! 3. **only while it pays**: a search that found nothing counts a shared credit down, one
 //!    that found a task refills it; with no credit, one search in [`PROBE_EVERY`] runs
 //!    anyway.
 
 use super::lane::Lane;
-use super::spin::{CREDIT_MAX, PAUSE_ROUNDS, PROBE_EVERY};
+use super::spin::{Budget, CREDIT_MAX, Outcome, PROBE_EVERY, Plan, spin};
 use crate::sync::{AtomicUsize, Ordering};
 
 /// The searching workers and whether searching paid lately.
@@ -65,16 +65,9 @@ impl Search {
 
     /// The search itself; records whether it paid.
     fn spin(&self, lane: &Lane) -> bool {
-        for round in 0..PAUSE_ROUNDS {
-            if lane.reserve() {
-                self.credit.store(CREDIT_MAX as usize, Ordering::Relaxed);
-                return true;
-            }
-            for _ in 0..1u32 << round {
-                std::hint::spin_loop();
-            }
-        }
-        if lane.reserve() {
+        // `spin::spin` stops at the first `true`, so at most one task is reserved.
+        let mut budget = Budget::default();
+        if spin(&mut budget, Plan::PAUSES, || lane.reserve()) == Outcome::Paid {
             self.credit.store(CREDIT_MAX as usize, Ordering::Relaxed);
             return true;
         }

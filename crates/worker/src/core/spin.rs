@@ -146,6 +146,14 @@ pub(super) struct Plan {
     to: u32,
 }
 
+impl Plan {
+    /// The pause rounds only, no yields (a worker's lock-free search, [`super::search`]).
+    pub(super) const PAUSES: Self = Self {
+        from: 0,
+        to: PAUSE_ROUNDS,
+    };
+}
+
 /// A spin's progress through its rounds, kept across the spins of one wait so a thread that
 /// spins again (it lost what it waited for to another thread) goes on with what is left.
 #[derive(Debug, Default)]

@@ -10,8 +10,8 @@ use crate::{Panic, catch};
 /// poll of that future panicked.
 ///
 /// Made by [`FutureExt::catch_panic`]. The wrapped future lives in one heap allocation
-/// made at construction: that keeps this crate free of `unsafe` pin projection, and costs
-/// one `Box` per wrapped future.
+/// made at construction: that keeps this crate free of `unsafe` pin projection, costs one
+/// `Box` per wrapped future, and makes `CatchPanic` `Unpin` whatever it wraps.
 ///
 /// Once it has returned `Ready`, the wrapped future has been dropped; polling again is a
 /// caller bug and panics.

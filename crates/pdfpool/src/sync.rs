@@ -15,10 +15,10 @@ pub(crate) use imp::{Arc, MutexGuard};
 
 /// A mutex whose [`lock`](Mutex::lock) ignores poisoning.
 ///
-/// The admission table restores its invariants before every unlock and never runs user code
-/// under the lock, so a panic elsewhere cannot leave it half-updated; turning one panic into a
-/// second one at the next `lock()` would only spread the damage (tokio's std adapter does the
-/// same).
+/// The admission table restores its invariants before every unlock and never runs a job's
+/// closure, future or outcome under the lock, so a panic elsewhere cannot leave it
+/// half-updated; turning one panic into a second one at the next `lock()` would only spread
+/// the damage (tokio's std adapter does the same).
 #[derive(Debug)]
 pub(crate) struct Mutex<T>(imp::Mutex<T>);
 

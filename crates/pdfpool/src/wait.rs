@@ -2,7 +2,8 @@
 //!
 //! Each waiter owns a oneshot receiver; its sender (the mailbox) sits in the job's waiter slab
 //! in the table. The outcome reaches every waiter by one `send` per mailbox, done after the
-//! table's lock is released, so waking 10,000 sharers takes one lock acquisition, not 10,000.
+//! table's lock is released, so waking every sharer takes one lock acquisition, not one per
+//! sharer.
 //! The one exception is the request that starts a job at once: its mailbox is a placeholder
 //! ([`Mailbox::Task`]), `deliver` hands the outcome back to the job's task, and the request
 //! awaits the task's `JoinHandle`, as a plain `tokio::spawn` would (no channel to allocate,

@@ -36,8 +36,9 @@
 //!
 //! `inside` and the `QUEUED` bit share one atomic word, so the uncontended request (a slot is
 //! free, nobody waits) enters and leaves with one compare-and-swap each and never takes the
-//! lock; tower's `ConcurrencyLimit` pays one atomic operation per request, and the lock's two
-//! round trips per request made this layer 1.5× its time.
+//! lock, as tower's `ConcurrencyLimit` takes a permit with one atomic operation; the lock's two
+//! round trips per request were what kept a locked gate behind it (docs/benchmarks.md,
+//! `layer_per_request`).
 //!
 //! - Without `QUEUED`, the word changes only by those compare-and-swaps: `+1` while below
 //!   `slots`, `-1` when a slot drops.

@@ -41,9 +41,11 @@ use crate::sync::Arc;
 /// - **Exact.** A slot that frees while requests wait passes to the oldest one at once, so a
 ///   queue place is free again at that instant, not when the waiter is next polled.
 ///
-/// What it costs: one lock acquisition to enter and one to leave, no allocation for a request
-/// that goes in or is refused at once; a waiting request allocates its wait (a box, a oneshot)
-/// and a timer, and clones the inner service.
+/// What it costs: a request that finds a slot free and nobody waiting takes no lock (one
+/// compare-and-swap to enter, one to leave); the gate's lock is taken only to queue a request,
+/// to refuse one when every slot is taken, and to pass a freed slot to a waiting request. No
+/// allocation for a request that goes in or is refused at once; a waiting request allocates
+/// its wait (a box, a oneshot) and a timer, and clones the inner service.
 ///
 /// Admission happens in `call`: the response future holds the slot (or the queue place) from
 /// then on, polled or not, until it ends or is dropped. Readiness is the inner service's:

@@ -20,7 +20,7 @@ pub const MAX_WORKERS: usize = 1024;
 /// targets, `usize::MAX` on 32-bit ones.
 ///
 /// The pool counts accepted tasks in 36 bits of one atomic word, beside the running tasks
-/// and two flags, so a submit to a busy pool is one compare-and-swap. Far more boxed tasks
+/// and its flags, so a submit to a busy pool is one compare-and-swap. Far more boxed tasks
 /// than any machine's memory holds fit below it.
 pub const MAX_UNFINISHED: usize = if (usize::MAX as u64) < crate::core::MAX_UNFINISHED {
     usize::MAX

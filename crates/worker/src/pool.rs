@@ -12,7 +12,7 @@ use crate::{
 /// An elastic pool of OS threads running `FnOnce() + Send + 'static` tasks.
 ///
 /// `min` workers start at once; the pool grows to `max` on demand and shrinks by the exit
-/// rule. See the crate docs for the five rules, each with an example. Share a pool between
+/// rule. See the crate docs for its rules, each with an example. Share a pool between
 /// threads with `Arc<Pool>` or by reference (it is `Send + Sync`); dropping it closes it.
 ///
 /// # Guarantees
@@ -24,8 +24,8 @@ use crate::{
 ///   at any time ([`Pool::capacity`] counts the waiting places beyond the workers). With all
 ///   `max` workers busy, exactly [`Pool::capacity`] further tasks are accepted without
 ///   blocking.
-/// - **FIFO start.** Tasks start in the order they were accepted (the order the pool's lock
-///   admitted them; for two submitters racing, that order is whichever came first).
+/// - **FIFO start.** Tasks start in the order they were accepted (the order they entered the
+///   pool's one FIFO; of two submits that overlap in time, either may come first).
 /// - **No thread outlives `close`.** Every worker thread has been joined when `close`
 ///   returns `Ok`.
 /// - **Dropping blocks.** Dropping the pool closes it like [`Pool::close`]: the dropping
@@ -37,9 +37,12 @@ use crate::{
 /// - **Not promised:** fairness between blocked submitters (whoever the OS wakes first gets
 ///   the room), or which worker runs a task.
 ///
-/// Cost: one mutex acquisition per submit and one per task on the worker side (finishing a
-/// task and taking the next share one); a condvar notification only when an idle worker is
-/// claimed or a submitter is blocked.
+/// Cost: a submit to a busy pool (every worker running, `max` workers, room left) takes no
+/// lock, only a compare-and-swap and a push; a worker going from one task to the next takes
+/// none either, unless a [`Pool::join`] waits or a blocked submitter is owed a batch of room.
+/// The lock is taken to claim an idle worker or start one, when the pool is full, and when a
+/// worker goes idle. A condvar notification is sent only when a sleeping idle worker is
+/// claimed, when a batch of room frees for a blocked submitter, and to joiners and closers.
 ///
 /// # Examples
 ///
@@ -105,8 +108,9 @@ impl Pool {
     /// Submits a task, blocking while the pool is full.
     ///
     /// A blocked submit is woken once a batch of places is free (see "Rule 2" in the crate
-    /// docs), and looks for a single free place by itself at least once a millisecond, so
-    /// it never waits on room that exists for longer than that.
+    /// docs), and wakes by itself after a millisecond at most to look for less room than
+    /// that, so room that exists reaches it within about a millisecond even when no further
+    /// task finishes.
     ///
     /// # Errors
     ///

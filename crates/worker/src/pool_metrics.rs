@@ -1,11 +1,12 @@
 //! [`PoolMetrics`]: a pool's counters reported through the `metrics` facade on demand, under
 //! the names of the "Metrics" section of the crate docs.
 //!
-//! Sampled, not pushed: the submit and run paths cost about 100 ns per task, and a recorder
-//! update per task would be a measurable part of that. The pool's core already counts what
-//! matters under the lock it takes anyway (rare events such as panics and thread exits
-//! included), and [`PoolMetrics::record`] copies one snapshot of those counts into handles
-//! registered once, when it is made.
+//! Sampled, not pushed: a busy pool's submit and finish take no lock, and a recorder update
+//! on each would add work to every task for counts a scrape reads now and then. The pool's
+//! core already keeps what matters: finished and panicked tasks in the tallies
+//! [`Pool::completed`] reads, and rare events (thread starts, exits, deaths, refused spawns)
+//! under the lock their transition takes anyway. [`PoolMetrics::record`] copies one snapshot
+//! of those counts into handles registered once, when it is made.
 
 use std::fmt;
 
@@ -50,8 +51,10 @@ const SPAWN_FAILURES: &str = "lockgate_worker_thread_spawn_failures_total";
 ///
 /// # Guarantees
 ///
-/// - One `record` reports one consistent snapshot, taken under the pool's lock (the same one
-///   [`Pool::workers`] and the other getters take once each).
+/// - One `record` reads every count once, under the pool's lock (the same one
+///   [`Pool::workers`] and the other getters take once each). The counts a busy pool changes
+///   without that lock (queued, running, completed, panicked) are each exact as of their
+///   read, and the panicked count never exceeds the completed one.
 /// - The `_total` counters are set with `absolute` from the pool's own counts, so they are
 ///   exact as of the last `record`, never double counted, and a missed scrape loses nothing.
 /// - Not promised: anything between two `record`s. A gauge shows the state at the last call,

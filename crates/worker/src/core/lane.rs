@@ -1,6 +1,7 @@
 //! The fast lane: the counts every submit and every finished task change, in one atomic word,
 //! and the accepted tasks in a lock-free FIFO, so a submit to a busy pool and a worker going
-//! from one task to the next never take the pool's lock.
+//! from one task to the next take no lock unless someone waits to hear of them (a joiner, or
+//! a submitter blocked for room: see the flags).
 //!
 //! # The word
 //!
@@ -325,8 +326,7 @@ const RING_MAX: u64 = 1 << 16;
 ///
 /// A pool's default size holds so few unfinished tasks (`max + max / 2 + 128`) that they fit
 /// a ring allocated once: a growing list of blocks would allocate on the submitter's thread
-/// and free on a worker's, which measured as malloc's arena locks contended on every block
-/// (five times the `futex` calls of the whole pool before the lane).
+/// and free on a worker's, and contend on malloc's arena locks for every block.
 #[cfg(not(all(test, loom)))]
 enum Fifo {
     Ring(crossbeam_queue::ArrayQueue<Task>),

@@ -1,6 +1,7 @@
-//! proptest: a plain reference model of rules 2 (capacity, FIFO start) and 3 (exit policy),
-//! run step by step beside a real pool whose tasks the test finishes one at a time; after
-//! each step `join` must return at once exactly when the model has no accepted task left.
+//! proptest: a plain reference model of rules 2 (capacity, FIFO start), 3 (exit policy) and
+//! 5 (close drains what was accepted), run step by step beside a real pool whose tasks the
+//! test finishes one at a time; after each step `join` must return at once exactly when the
+//! model has no accepted task left.
 //!
 //! After every step the test waits until the real pool is quiescent (see
 //! [`Counters::quiescent`]) with the counters the model predicts, then compares the start

@@ -41,8 +41,7 @@
 //! not yet in its idle wait takes the token), and a spinner re-checks the tokens under the
 //! lock before it sleeps. A worker whose task panicked is still Running until it counts
 //! the finish: the panic was caught. Whether a thread spins at all, and for how
-//! long, is decided under the lock by the rules in [`spin`] (a CPU to spare, yields only
-//! while they come back at once, spinning only while it pays); `spinning_submitters`, the
+//! long, is decided under the lock by the rules in [`spin`]; `spinning_submitters`, the
 //! two spin credits and the yield pause are `State` fields like the rest. They only decide
 //! how long a thread waits before it blocks, so no invariant below depends on them. A
 //! worker thread that dies outside a task leaves through `worker::DeathGuard`, which undoes
@@ -100,10 +99,11 @@
 //!
 //! # Locks
 //!
-//! [`Shared::state`] guards everything above but the lane's counts; it is the only lock of
-//! the pool (the join slot of [`crate::TaskHandle`] has its own, never taken while this one
-//! is held; under loom the lane's FIFO is a locked `VecDeque`, taken only inside a push or
-//! a pop). The lane's flags are written only under it. Condvars, all paired with `state`:
+//! [`Shared::state`] guards everything above but the lane's counts and the tallies of
+//! finished and panicked tasks (atomics); it is the only lock of the pool (the join slot of
+//! [`crate::TaskHandle`] has its own, never taken while this one is held; under loom the
+//! lane's FIFO is a locked `VecDeque`, taken only inside a push or a pop). The lane's flags
+//! are written only under it. Condvars, all paired with `state`:
 //! - `work`: idle workers wait here; a submitter that claims one calls `notify_one`, unless
 //!   a spinner or a sleeper notified earlier and not yet awake will take that claim.
 //! - `room`: submitters blocked on a full pool (`blocked`); a finished task notifies one when

@@ -8,16 +8,12 @@
 //! submits still skip the lock) and takes a task that arrives within a few microseconds
 //! with one [`Lane::reserve`](super::lane::Lane::reserve), lock-free.
 //!
-//! The same three rules as [`spin`](super::spin) decide whether it searches, read and
-//! updated without the lock (they are hints: a wrong guess costs time, never a rule):
-//!
-//! 1. **a CPU to spare**: running tasks plus searching workers, this one included, at most
-//!    the CPUs;
-//! 2. **no yields**: a search is [`PAUSE_ROUNDS`](super::spin::PAUSE_ROUNDS) rounds of spin hints only, so it never
-//!    hands its CPU to another process;
-//! 3. **only while it pays**: a search that found nothing counts a shared credit down, one
-//!    that found a task refills it; with no credit, one search in [`PROBE_EVERY`] runs
-//!    anyway.
+//! Whether it searches follows the rules of [`spin`](super::spin), their one home, read and
+//! updated here without the lock (they are hints: a wrong guess costs time, never a rule).
+//! What differs: the threads counted against the CPUs are the running tasks and the
+//! searching workers, this one included; a search is the pause rounds only
+//! ([`Plan::PAUSES`]), never a yield; and all workers share one credit for searching, kept
+//! in atomics rather than under the lock.
 
 use super::lane::Lane;
 use super::spin::{Budget, CREDIT_MAX, Outcome, PROBE_EVERY, Plan, spin};

@@ -22,9 +22,8 @@
 //!    taking a CPU. On a loaded machine it is someone else's busy thread, for a time slice
 //!    (milliseconds), while the pool still counts the yielding thread as awake and skips
 //!    its wake-up. So each yield is timed; one that took longer than [`SLOW_YIELD`] ends the
-//!    spin and turns yields off for [`YIELDS_OFF_FOR`]. Measured, yielding blindly made the
-//!    pool 20-50 times slower than a plain channel-fed pool beside busy loops
-//!    (docs/worker.md).
+//!    spin and turns yields off for [`YIELDS_OFF_FOR`]. Yielding blindly is what made the
+//!    pool collapse beside busy-looping processes (docs/worker.md, "Spinning").
 //! 3. **Only while it pays.** Each kind of spinner has a credit that every spin ending
 //!    without what it waited for (the thread then blocks anyway) counts down, and a spin
 //!    that succeeded refills. With no credit a thread blocks at once, except that one

@@ -197,18 +197,17 @@ impl Hooks for Counting {
 /// result in the job); and the rotation is fair across replicas.
 ///
 /// The fairness bound (`Store`'s docs): once a job is ready, every other job is claimed at
-/// most twice before it (once in turn by service stamp, once by a claim already under way
-/// when the job became ready). The check counts, for each submitted job and each stored
-/// target, the claims by token after every claim logged before the submit or store and
-/// before the job's next claim (so a job never started is caught too); a claim minted
-/// before the store committed may be logged after it (each job has at most one such claim,
-/// being serial), so the check allows three. A wait can count more without a rotation bug:
-/// the job's next claim draws its token after locking the job, and if its server process
-/// loses the CPU in between, other claims that skipped the locked job draw tokens first
-/// (seen once in a full gate on two busy cores: 4). So two waits may exceed three, each
-/// through fewer claims than half a job's targets. A store that rotates by id instead of by
-/// service stamp made 15 and 27 of the 1,000 waits exceed three (worst 8 and 11) in two
-/// runs; the rotation as it is, none in 65 runs on an idle machine.
+/// most once per claiming process before it (each replica's cursor passes it once), plus
+/// once by a claim already under way when the job became ready: four here. The check
+/// counts, for each submitted job and each stored target, the claims by token after every
+/// claim logged before the submit or store and before the job's next claim (so a job never
+/// started is caught too); a claim minted before the store committed may be logged after it
+/// (each job has at most one such claim, being serial), so the check allows five. A wait can
+/// count more without a rotation bug: the job's next claim draws its token after locking the
+/// job, and if its server process loses the CPU in between, other claims that skipped the
+/// locked job draw tokens first. So two waits may exceed five, each through fewer claims than
+/// half a job's targets. With one cursor per replica, 12 runs on a busy 2-core machine had
+/// at most 2 of the 1,000 waits over three and none over five.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
     if !pg::available() {
@@ -307,9 +306,9 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
         }
     }
     // Fairness: between a job's submit or stored target and its next claim, in claim order,
-    // no other job is claimed more than twice (the store's bound for concurrent claims),
-    // plus once more for the log itself: a claim logged after the store may have been minted
-    // before it committed.
+    // no other job is claimed more than once per runner plus once (the store's bound for
+    // concurrent claims), plus once more for the log itself: a claim logged after the store
+    // may have been minted before it committed.
     let log = log.lock().unwrap().clone();
     let mut claims: Vec<(u64, u64)> = Vec::new(); // (token, job)
     let mut stores: Vec<(u64, u64, u64)> = Vec::new(); // (tokens logged before it, job, token)
@@ -345,15 +344,16 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
         }
         waits.push(counts.into_values().max().unwrap_or(0));
     }
+    let bound = runners.len() + 2;
     let worst = waits.iter().copied().max().unwrap_or(0);
-    let over = waits.iter().filter(|&&n| n > 3).count();
+    let over = waits.iter().filter(|&&n| n > bound).count();
     println!(
-        "fairness: at most {worst} claims of one job while another waited; {over} of {} waits over 3",
+        "fairness: at most {worst} claims of one job while another waited; {over} of {} waits over {bound}",
         waits.len()
     );
     assert!(
         over <= 2,
-        "{over} waits went through more than 3 claims of another job (worst {worst})"
+        "{over} waits went through more than {bound} claims of another job (worst {worst})"
     );
     assert!(
         worst < per_job / 2,

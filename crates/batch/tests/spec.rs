@@ -1,8 +1,8 @@
 //! An executable spec of the [`Store`] trait: random sequences of store calls, run against a
 //! plain reference store and against every real store, comparing every answer.
 //!
-//! The trait's docs (`src/store/mod.rs`) promise a lot in prose: the rotation (the ready job
-//! served longest ago is claimed next), fencing and leases, caller isolation, idempotency
+//! The trait's docs (`src/store/mod.rs`) promise a lot in prose: the rotation (the first ready job
+//! from the cursor on is claimed next), fencing and leases, caller isolation, idempotency
 //! keys, counts and summaries, eviction order. `spec/reference.rs` writes those promises down
 //! as the simplest code that keeps them (a `Vec` scanned naively); `spec/ops.rs` generates
 //! sequences of calls (submits with and without keys and limits, claims, renews, completions

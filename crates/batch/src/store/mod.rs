@@ -210,19 +210,30 @@ pub struct Evicted {
 ///
 /// A job is **ready** when it is live (queued or running), has a pending target, has no
 /// target in flight (no current claim; a claim whose lease lapsed by `now` is none), and its
-/// retry time, if any, has come. Every job carries the moment it was last served: its submit,
-/// then each claim of it, ordered by one store-wide sequence. A claim picks the ready job
-/// **served longest ago**, claims its first pending target, marks it `running`, and stamps it
-/// served. So every job is serial, a new job joins the back of the rotation, and when all are
-/// ready, jobs alternate.
+/// retry time, if any, has come. The live jobs form one list in **submit order** (a new job
+/// joins the end), and the store keeps one **cursor** into it: the place after the job it
+/// claimed last (the start, before any claim). A claim scans the list from the cursor to the
+/// end, then from the start back to the cursor (wrapping once), takes the first ready job,
+/// claims its first pending target, marks it `running`, and sets the cursor after it. A job
+/// the scan passes over (in flight, waiting to retry) falls behind the cursor like any
+/// other and waits for the next lap. Since ids grow with submits, "from the cursor" is "the
+/// first ready id above the last one claimed, else the lowest ready id".
+///
+/// So every job is serial, and when all are ready, jobs alternate: with jobs `a` and `b`
+/// and one worker, `a1 b1 a2 b2 …`, also when `b` was submitted while `a1` was in flight.
 ///
 /// **Fairness bound.** Once a job is ready, every other job is claimed at most once before
-/// it (a job claimed meanwhile is stamped later than it; a job submitted meanwhile is
-/// stamped later from the start): with `n` live jobs, a ready job waits for at most `n − 1`
-/// claims. A store shared by several processes lets claims run in parallel, each skipping
-/// the rows other transactions hold at that moment (the jobs being claimed, or a job being
-/// [`touch`](Self::touch)ed): there a claim already under way when a job became ready may
-/// not see it yet, so every other job is claimed at most **twice** before it.
+/// it (the scan that passes a job claims it, and the cursor reaches the waiting job before
+/// it comes back round): with `n` live jobs, a ready job waits for at most `n − 1` claims.
+///
+/// A store shared by several processes may keep one cursor per process (the PostgreSQL
+/// store keeps one per `PostgresStore` value) over the one shared list, and lets claims run
+/// in parallel, each skipping the rows other transactions hold at that moment. With one
+/// process claiming the order is the rule's; with several, each process's cursor passes a
+/// waiting job's rivals at most once, so every other job is claimed at most **once per
+/// claiming process** before it, plus once by a claim already on its way when the job
+/// became ready (claims of one process that overlap in time start from the cursor the last
+/// answered one left).
 ///
 /// # Fencing and leases
 ///

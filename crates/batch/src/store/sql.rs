@@ -13,7 +13,7 @@
 //! | live | `queued` or `running` |
 //! | has work | a pending target: `next < total` (targets are stored in order) |
 //! | claimable | live, has work, no claim out (PostgreSQL: or its lease lapsed), retry time come |
-//! | rotation | the claimable job served longest ago: `ORDER BY served, id` |
+//! | rotation | the first claimable job from the cursor on, wrapping once: `id >= cursor ORDER BY id`, else from the start |
 //! | evictable | not live, no claim out; least recently touched first (`touch_seq`) |
 //! | settled | all done → `done`, all failed → `failed`, else `partial` |
 
@@ -39,8 +39,9 @@ pub(crate) const EVICTABLE: &str = "status NOT IN ('queued', 'running') AND in_f
 pub(crate) const SETTLED: &str = "CASE WHEN failed + $4 = 0 THEN 'done' \
      WHEN done + $3 = 0 THEN 'failed' ELSE 'partial' END";
 
-/// The rotation: the job served longest ago first (see `Store`'s docs).
-pub(crate) const ROTATION: &str = "ORDER BY served, id";
+/// The rotation's order: the jobs in submit order, which is id order (see `Store`'s docs).
+/// A claim walks it from the cursor, and from the start only when that finds nothing.
+pub(crate) const ROTATION: &str = "ORDER BY id";
 
 /// A timestamp as its column value: microseconds since the Unix epoch.
 pub(crate) fn to_micros(t: Timestamp) -> i64 {

@@ -16,11 +16,13 @@
 //!
 //! # The rules, as modelled here
 //!
-//! - **Rotation.** Every job carries a service stamp from one store-wide counter, set at its
-//!   submit and again at each claim of it. A claim picks, among the *ready* jobs (live, a
-//!   pending target, no current claim, and no retry time still to come), the one with the
-//!   smallest stamp, claims its first pending target, marks it `running` (reporting
-//!   `started` if it was `queued`), and stamps it.
+//! - **Rotation.** The jobs form one list in submit order (new jobs at the end), and the
+//!   store keeps one cursor into it, at the start while nothing was claimed. A claim scans
+//!   the list from the cursor to the end, then from the start up to the cursor (wrapping
+//!   once), for the first *ready* job (live, a pending target, no current claim, and no
+//!   retry time still to come), claims its first pending target, marks it `running`
+//!   (reporting `started` if it was `queued`), and sets the cursor to the job after it. A
+//!   job it skips (in flight, waiting to retry) passes behind the cursor like any other.
 //! - **Fencing.** Each claim gets a fresh token; `renew`, `complete`, `retry_later` and
 //!   `release` act only under the job's current token, and any of the last three ends the
 //!   claim.
@@ -190,8 +192,6 @@ struct Entry {
     busy_since: Option<Timestamp>,
     /// Not ready before this (set by `retry_later`, cleared by its next claim).
     retry_at: Option<Timestamp>,
-    /// When it was last served (submit or claim), on the store-wide service counter.
-    served: u64,
     /// Its touch time, on the store-wide touch counter.
     touched: u64,
 }
@@ -257,8 +257,9 @@ pub struct Reference {
     last_id: u64,
     /// The last fencing token given.
     last_token: u64,
-    /// The last service stamp given.
-    last_served: u64,
+    /// The rotation's cursor: the next claim scans from the first job whose id is at least
+    /// this (the job after the one claimed last), then wraps to the start.
+    cursor: JobId,
     /// The last touch time given.
     last_touch: u64,
 }
@@ -271,15 +272,9 @@ impl Reference {
             jobs: Vec::new(),
             last_id: 0,
             last_token: 0,
-            last_served: 0,
+            cursor: JobId::new(0),
             last_touch: 0,
         }
-    }
-
-    /// The next service stamp.
-    fn next_served(&mut self) -> u64 {
-        self.last_served += 1;
-        self.last_served
     }
 
     /// The next touch time.
@@ -406,7 +401,6 @@ impl Reference {
         }
         self.last_id += 1;
         let id = JobId::new(self.last_id);
-        let served = self.next_served();
         let touched = self.next_touch();
         self.jobs.push(Entry {
             id,
@@ -421,7 +415,6 @@ impl Reference {
             rescue: false,
             busy_since: None,
             retry_at: None,
-            served,
             touched,
         });
         Ok(Submitted {
@@ -432,7 +425,7 @@ impl Reference {
     }
 
     /// As [`Store::claim`](lockgate_batch::store::Store::claim): takes back lapsed claims, then
-    /// claims the ready job served longest ago.
+    /// claims the first ready job from the cursor on, wrapping once.
     pub fn claim(&mut self, now: Timestamp) -> Option<Claim> {
         self.claim_other_than(now, None)
     }
@@ -473,12 +466,18 @@ impl Reference {
             let retry_at = self.jobs[i].retry_at;
             self.end_claim(i, retry_at);
         }
-        let i = (0..self.jobs.len())
-            .filter(|&i| self.jobs[i].ready(now) && Some(self.jobs[i].id) != other_than)
-            .min_by_key(|&i| self.jobs[i].served)?;
+        // The list is in submit order, so "from the cursor on" is "id at least the cursor".
+        let from = self
+            .jobs
+            .iter()
+            .position(|j| j.id >= self.cursor)
+            .unwrap_or(self.jobs.len());
+        let i = (from..self.jobs.len())
+            .chain(0..from)
+            .find(|&i| self.jobs[i].ready(now) && Some(self.jobs[i].id) != other_than)?;
+        self.cursor = JobId::new(self.jobs[i].id.get() + 1);
         self.last_token += 1;
         let token = self.last_token;
-        let served = self.next_served();
         let lease_end = self.rules.lease.map(|lease| now.saturating_add(lease));
         let job = &mut self.jobs[i];
         let index = job
@@ -491,7 +490,6 @@ impl Reference {
         }
         job.held = Some(Held { token, lease_end });
         job.retry_at = None;
-        job.served = served;
         Some(Claim {
             job: job.id,
             caller: job.caller.clone(),

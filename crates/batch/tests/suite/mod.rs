@@ -51,6 +51,8 @@ macro_rules! runner_suite {
     (guarded $guard:expr, $make:expr) => {
         $crate::runner_suite!(@tests $guard, $make;
             alternation_with_one_worker,
+            a_job_submitted_during_a_fetch_is_served_next,
+            the_free_worker_serves_a_job_submitted_during_fetches_next,
             unreached_job_stays_queued,
             serial_per_job_under_four_workers,
             busy_retry_within_retry_for,
@@ -177,6 +179,59 @@ pub async fn alternation_with_one_worker<S: Store>(make: impl Fn() -> S) {
     assert_eq!(outputs(&job_a), ["got a1", "got a2", "got a3"]);
     assert_eq!(job_a.counts().done, 3);
     runner.close().await;
+}
+
+/// The rotation's rule as the original design states it: `b`, submitted while `a1` is in
+/// flight, joins the list after `a`, and the cursor stands after `a` (the job taken last), so
+/// `b1` comes right after `a1`, and then the jobs alternate. (A rotation by "served longest
+/// ago", where the claim of `a1` counted as a service before `b`'s submit did, ran `a2`
+/// first: `a1 a2 b1 a3 b2 b3`.)
+pub async fn a_job_submitted_during_a_fetch_is_served_next<S: Store>(make: impl Fn() -> S) {
+    let (runner, recorder, _) = start(make(), config(1)).await;
+    let (ann, bob) = (caller("ann"), caller("bob"));
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::Hold, Plan::Ok, Plan::Ok]))
+        .await
+        .unwrap();
+    started(&recorder, "a1").await;
+    let b = runner.submit(&bob, &oks("b", 3)).await.unwrap();
+    recorder.release.add_permits(1);
+    assert_eq!(ended(&runner, a, &ann).await.status, JobStatus::Done);
+    assert_eq!(ended(&runner, b, &bob).await.status, JobStatus::Done);
+    assert_eq!(recorder.log(), ["a1", "b1", "a2", "b2", "a3", "b3"]);
+    runner.close().await;
+}
+
+/// The same rule with two workers, one of them held by `x1` for the whole test: the cursor
+/// stands after `x` (claimed after `a`), so when `a1` is stored its worker takes `b1`, the
+/// job submitted meanwhile, before `a2`; and `x`, in flight, is passed over on every lap.
+pub async fn the_free_worker_serves_a_job_submitted_during_fetches_next<S: Store>(
+    make: impl Fn() -> S,
+) {
+    let (runner, recorder, _) = start(make(), config(2)).await;
+    let (ann, xan, bob) = (caller("ann"), caller("xan"), caller("bob"));
+    let a = runner
+        .submit(&ann, &targets("a", &[Plan::Hold, Plan::Ok, Plan::Ok]))
+        .await
+        .unwrap();
+    // Ten virtual minutes: far longer than the rest of the test.
+    let x = runner
+        .submit(&xan, &targets("x", &[Plan::Sleep(600_000)]))
+        .await
+        .unwrap();
+    started(&recorder, "a1").await;
+    started(&recorder, "x1").await;
+    let b = runner.submit(&bob, &oks("b", 3)).await.unwrap();
+    recorder.release.add_permits(1);
+    assert_eq!(ended(&runner, a, &ann).await.status, JobStatus::Done);
+    assert_eq!(ended(&runner, b, &bob).await.status, JobStatus::Done);
+    let log = recorder.log();
+    let mut first_two = log[..2].to_vec();
+    first_two.sort();
+    assert_eq!(first_two, ["a1", "x1"]);
+    assert_eq!(log[2..], ["b1", "a2", "b2", "a3", "b3"]);
+    assert!(runner.status(&xan, x).await.unwrap().status.is_live());
+    runner.close().await; // the clock jumps to `x1`'s end: close waits for it
 }
 
 pub async fn unreached_job_stays_queued<S: Store>(make: impl Fn() -> S) {

@@ -97,14 +97,11 @@ fn predict(case: &Case) -> Prediction {
         states: Vec<&'static str>,
         done: usize,
         failed: usize,
-        /// The service stamp: the rotation takes the ready job served longest ago.
-        served: usize,
     }
     let mut jobs: Vec<J> = case
         .jobs
         .iter()
-        .enumerate()
-        .map(|(served, j)| J {
+        .map(|j| J {
             next: 0,
             status: JobStatus::Queued,
             busy_since: None,
@@ -112,7 +109,6 @@ fn predict(case: &Case) -> Prediction {
             states: vec!["pending"; j.targets.len()],
             done: 0,
             failed: 0,
-            served,
         })
         .collect();
     for (j, job) in case.jobs.iter().enumerate() {
@@ -122,14 +118,15 @@ fn predict(case: &Case) -> Prediction {
     }
     let mut attempts: HashMap<(usize, usize), u32> = HashMap::new();
     let mut p = Prediction::default();
-    let (mut now, mut stamp) = (0u64, jobs.len());
+    // The rotation's cursor: the index after the job taken last (jobs are in submit order).
+    let (mut now, mut cursor) = (0u64, 0usize);
     loop {
         let ready = |j: &J| {
             j.status.is_live() && j.next < j.states.len() && j.retry_at.is_none_or(|at| at <= now)
         };
-        let pick = (0..jobs.len())
-            .filter(|&i| ready(&jobs[i]))
-            .min_by_key(|&i| jobs[i].served);
+        let pick = (cursor..jobs.len())
+            .chain(0..cursor)
+            .find(|&i| ready(&jobs[i]));
         let Some(i) = pick else {
             let wake = jobs
                 .iter()
@@ -144,9 +141,8 @@ fn predict(case: &Case) -> Prediction {
                 None => break,
             }
         };
+        cursor = i + 1;
         let job = &mut jobs[i];
-        job.served = stamp;
-        stamp += 1;
         job.retry_at = None;
         if job.status == JobStatus::Queued {
             job.status = JobStatus::Running;

@@ -15,10 +15,11 @@
 //!
 //! # Invariants
 //!
-//! 1. `(served, id)` is in `ready` iff the job is live, has a pending target, no claim out,
-//!    and no future retry time; `served` is the job's service stamp (from `next_serve`, taken
-//!    at its submit and at each claim). A claim takes the first entry, the ready job served
-//!    longest ago (the rotation of `Store`'s docs), and never skips one: O(log n).
+//! 1. `id` is in `ready` iff the job is live, has a pending target, no claim out, and no
+//!    future retry time. Ids grow with submits, so `ready` is the rotation's list in submit
+//!    order, less the jobs a scan would skip. A claim takes the first entry at or after
+//!    `cursor`, else the first (wrapping once), and sets `cursor` to the id after it: the
+//!    rotation of `Store`'s docs, O(log n).
 //! 2. `(at, id)` is in `waiting` iff the job is live, has no claim out, and waits for its
 //!    retry time `at`. `ready` and `waiting` are disjoint.
 //! 3. A job has at most one claim out (`in_flight`): each job is serial.
@@ -107,8 +108,6 @@ struct Entry {
     retry_at: Option<Timestamp>,
     /// The eviction key (invariant 5); bumped on touch and when the job ends.
     touch: u64,
-    /// The service stamp: the rotation's key (invariant 1).
-    served: u64,
     bytes: u64,
     /// Invariant 9.
     done: usize,
@@ -152,8 +151,10 @@ impl Entry {
 #[derive(Debug, Default)]
 pub(crate) struct State {
     jobs: Jobs,
-    /// Invariant 1: `(served, id)`.
-    ready: BTreeSet<(u64, u64)>,
+    /// Invariant 1.
+    ready: BTreeSet<u64>,
+    /// The rotation's cursor: the id after the job claimed last (invariant 1).
+    cursor: u64,
     waiting: BTreeSet<(Timestamp, u64)>,
     finished: BTreeSet<(u64, u64)>,
     leases: BTreeSet<(Timestamp, u64)>,
@@ -169,8 +170,6 @@ pub(crate) struct State {
     next_id: u64,
     next_token: u64,
     next_touch: u64,
-    /// The last service stamp given.
-    next_serve: u64,
 }
 
 /// Whether `claim` is the job's claim out now (invariant 3). A claim that was released,
@@ -180,11 +179,6 @@ fn current(entry: &Entry, claim: &Claim) -> bool {
 }
 
 impl State {
-    fn bump_serve(&mut self) -> u64 {
-        self.next_serve += 1;
-        self.next_serve
-    }
-
     fn bump_touch(&mut self) -> u64 {
         self.next_touch += 1;
         self.next_touch
@@ -224,7 +218,6 @@ impl State {
         let targets: Vec<Arc<str>> = job.targets.into_iter().map(Arc::from).collect();
         let bytes = targets.iter().map(|t| t.len() as u64).sum();
         let touch = self.bump_touch();
-        let served = self.bump_serve();
         self.callers.insert(job.caller.clone(), id);
         self.by_caller
             .entry(job.caller.clone())
@@ -249,14 +242,13 @@ impl State {
                 busy_since: None,
                 retry_at: None,
                 touch,
-                served,
                 bytes,
                 done: 0,
                 failed: 0,
                 key: job.key,
             },
         );
-        self.ready.insert((served, id));
+        self.ready.insert(id);
         self.live += 1;
         self.bytes += bytes;
         self.check(id);
@@ -292,16 +284,19 @@ impl State {
             self.waiting.pop_first();
             if let Some(entry) = self.jobs.get_mut(&id) {
                 entry.retry_at = None;
-                self.ready.insert((entry.served, id));
+                self.ready.insert(id);
             }
         }
-        let (_, id) = self.ready.pop_first()?;
+        let id = match self.ready.range(self.cursor..).next() {
+            Some(&id) => id,
+            None => *self.ready.first()?,
+        };
+        self.ready.remove(&id);
+        self.cursor = id + 1;
         self.next_token += 1;
         let token = self.next_token;
-        let served = self.bump_serve();
         let entry = self.jobs.get_mut(&id).expect("a ready job exists");
         entry.in_flight = Some(token);
-        entry.served = served;
         if let Some(lease) = lease {
             let until = now.saturating_add(lease);
             entry.lease_until = Some(until);
@@ -357,7 +352,7 @@ impl State {
         } else if let Some(at) = retry_at {
             self.waiting.insert((at, id));
         } else if entry.next < entry.targets.len() {
-            self.ready.insert((entry.served, id));
+            self.ready.insert(id);
         }
     }
 
@@ -519,17 +514,16 @@ impl State {
         let entry = self.jobs.get_mut(&raw).expect("found above");
         entry.status = JobStatus::Cancelled;
         entry.updated = now;
-        let (caller, retry_at, idle, served) = (
+        let (caller, retry_at, idle) = (
             entry.caller.clone(),
             entry.retry_at,
             entry.in_flight.is_none(),
-            entry.served,
         );
         if idle {
             entry.touch = touch;
             self.finished.insert((touch, raw));
         }
-        self.ready.remove(&(served, raw));
+        self.ready.remove(&raw);
         if let Some(at) = retry_at {
             self.waiting.remove(&(at, raw));
         }
@@ -573,7 +567,7 @@ impl State {
             return;
         }
         if let Some(e) = self.jobs.get(&id) {
-            let ready = self.ready.contains(&(e.served, id));
+            let ready = self.ready.contains(&id);
             let waiting = e
                 .retry_at
                 .is_some_and(|at| self.waiting.contains(&(at, id)));

@@ -49,11 +49,6 @@ impl Connections {
         self.per_call.is_none()
     }
 
-    /// What a transaction on an application's pool runs first (`None` on the store's own).
-    pub(super) fn per_call(&self) -> Option<&str> {
-        self.per_call.as_deref()
-    }
-
     /// A pooled connection, within the timeouts.
     pub(super) async fn client(&self) -> Result<Object, PostgresError> {
         let Some(timeout) = self.get_timeout else {

@@ -3,8 +3,8 @@
 //! Files: `options.rs` (settings, checked before anything connects, and the constructors),
 //! `connect.rs` (plain or TLS connections under the connect timeout, and the pool's),
 //! `carry.rs` (what a call leaves for later: notes to send, the stored total), `notifier.rs`
-//! (the notes of claims and stores, sent after their commits), `floor.rs` (where a claim's
-//! walk of the rotation index starts), `tls.rs` (rustls, feature
+//! (the notes of claims and stores, sent after their commits), `cursor.rs` (this store's place in
+//! the rotation, where its claims' walks start), `tls.rs` (rustls, feature
 //! `postgres-tls`), `listen.rs` (the `LISTEN` connection), `schema.rs` (migrations),
 //! `queries.rs` (every call's SQL), `error.rs`.
 //!
@@ -23,8 +23,8 @@
 
 mod carry;
 mod connect;
+mod cursor;
 mod error;
-mod floor;
 mod listen;
 mod notifier;
 mod options;
@@ -59,10 +59,14 @@ use crate::time::Timestamp;
 ///
 /// # Guarantees
 ///
-/// - **One rotation across replicas, claims in parallel.** A claim takes the ready job
-///   served longest ago in one statement, `FOR UPDATE SKIP LOCKED`: no row is locked by every
-///   claim, so replicas claim side by side, and the rotation keeps the fairness bound of
-///   [`Store`]'s docs (a claim under way when a job became ready may pass it over once).
+/// - **One rotation across replicas, claims in parallel.** The live jobs are one list in
+///   submit order, shared by every replica; each `PostgresStore` keeps its own cursor in it
+///   (in memory). A claim takes the first ready job from that cursor on, wrapping once, in
+///   one statement, `FOR UPDATE SKIP LOCKED`: no row is locked or written by every claim, so
+///   replicas claim side by side. With one process claiming, the order is exactly the rule
+///   of [`Store`]'s docs; with several, each other job is claimed at most once per claiming
+///   process before a ready job (plus once by a claim already on its way), the bound those
+///   docs give.
 /// - **Leases and fencing.** A claim holds a lease of [`PostgresOptions::lease_ttl`], renewed
 ///   by the runner every third of it while the fetch runs; a slow fetch that keeps renewing is
 ///   never fetched twice. Leases are stamped and judged by the server's clock (`now()`), so
@@ -143,8 +147,8 @@ pub struct PostgresStore {
     notifier: notifier::Notifier,
     /// The stored bytes, read at most every 100 ms, for the budget check after each store.
     stored_total: carry::StoredTotal,
-    /// Where claims' picks start, read at most every 10 ms.
-    served_floor: floor::ServedFloor,
+    /// This store's place in the rotation (`cursor.rs`).
+    cursor: cursor::Cursor,
 }
 
 impl PostgresStore {
@@ -187,7 +191,7 @@ impl PostgresStore {
             lease_ttl: options.lease(),
             poll_interval: options.poll(),
             stored_total: carry::StoredTotal::default(),
-            served_floor: floor::ServedFloor::default(),
+            cursor: cursor::Cursor::default(),
         }
     }
 
@@ -214,9 +218,11 @@ impl PostgresStore {
         stored.completion
     }
 
-    /// Hands a claim's start note to the notifier, and answers the claim.
-    fn claimed(&self, claimed: Option<queries::Claimed>) -> Option<Claim> {
+    /// Moves the cursor after a claim's job (`from` is where the claim's walk started), hands
+    /// its start note to the notifier, and answers the claim.
+    fn claimed(&self, from: cursor::Position, claimed: Option<queries::Claimed>) -> Option<Claim> {
         let claimed = claimed?;
+        self.cursor.claimed(from, claimed.claim.job.get() as i64);
         if let Some(note) = claimed.start_note {
             self.notifier.push(claimed.claim.job, note, true);
         }
@@ -317,25 +323,6 @@ macro_rules! one_statement {
     }};
 }
 
-impl PostgresStore {
-    /// The floor of the next claim's pick, read first when a read is due (`floor.rs`). A
-    /// failed read keeps the floor it had, which stays a floor; the claim then goes on.
-    async fn served_floor(&self) -> i64 {
-        if let Some(reading) = self.served_floor.due() {
-            let read = async {
-                let client = self.client().await?;
-                let per_call = self.connections.per_call();
-                queries::served_floor(&client, per_call, reading.from()).await
-            };
-            match read.await {
-                Ok(lowest) => reading.set(lowest),
-                Err(err) => tracing::debug!(%err, "reading the claims' floor failed"),
-            }
-        }
-        self.served_floor.get()
-    }
-}
-
 impl Store for PostgresStore {
     fn lease_ttl(&self) -> Option<Duration> {
         Some(self.lease_ttl)
@@ -370,10 +357,10 @@ impl Store for PostgresStore {
         // may have been the only work: a second statement, with a fresh snapshot, sees it. An
         // idle worker pays this one statement more; a busy one never does.
         for _ in 0..2 {
-            let floor = self.served_floor().await;
+            let from = self.cursor.start();
             let (claimed, _client) =
-                one_statement!(self, |c| queries::claim(c, now, self.lease_ttl, floor))?;
-            if let Some(claim) = self.claimed(claimed) {
+                one_statement!(self, |c| queries::claim(c, now, self.lease_ttl, from.id()))?;
+            if let Some(claim) = self.claimed(from, claimed) {
                 return Ok(Some(claim));
             }
         }
@@ -402,16 +389,16 @@ impl Store for PostgresStore {
         now: Timestamp,
     ) -> Result<(Completion, Option<Claim>), StoreError> {
         self.wakeups.claiming();
-        let floor = self.served_floor().await;
+        let from = self.cursor.start();
         let ((stored, next), _client) = one_statement!(self, |c| queries::complete_and_claim(
             c,
             claim,
             result,
             now,
             self.lease_ttl,
-            floor
+            from.id()
         ))?;
-        Ok((self.stored(claim, stored), self.claimed(next)))
+        Ok((self.stored(claim, stored), self.claimed(from, next)))
     }
 
     async fn retry_later(

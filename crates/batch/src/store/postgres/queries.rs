@@ -3,12 +3,12 @@
 //! These mirror the SQLite store's queries (and so the in-memory store's state machine), with
 //! what a store shared by several processes adds:
 //!
-//! - **Claims run in parallel.** A claim is one `UPDATE` of the claimable job served longest
-//!   ago (`store/sql.rs`), picked `ORDER BY served, id LIMIT 1 FOR UPDATE SKIP LOCKED`: no row
-//!   is locked by every claim, and concurrent claims each take a different job instead of
-//!   queueing behind one another. The fairness bound this leaves is in `Store`'s docs. The
-//!   walk starts at the store's floor, the lowest stamp of a live job read at most every
-//!   10 ms (`floor.rs`), above the dead entries every claim leaves behind.
+//! - **Claims run in parallel.** A claim is one `UPDATE` of the first claimable job from the
+//!   store's cursor on, wrapping once (`store/sql.rs`, `cursor.rs`), picked `ORDER BY id
+//!   LIMIT 1 FOR UPDATE SKIP LOCKED`: no row is locked or written by every claim (each
+//!   `PostgresStore` keeps its own cursor), and concurrent claims each take a different job
+//!   instead of queueing behind one another. The fairness bound this leaves is in `Store`'s
+//!   docs.
 //! - **Leases on the server's clock.** A claim sets `lease_until` from the server's `now()`,
 //!   and a claim whose lease lapsed by the server's `now()` counts as no claim: its job is
 //!   claimable, and the next claim of it is a *rescue* (a new token, so a late write from the
@@ -270,8 +270,8 @@ pub(super) async fn submit(
     let row = query_opt(
         tx,
         "INSERT INTO jobs
-             (caller, status, created, updated, touched, touch_seq, total, bytes, key, served)
-         VALUES ($1, 'queued', $2, $2, $2, nextval('touches'), $3, $4, $5, nextval('serves'))
+             (caller, status, created, updated, touched, touch_seq, total, bytes, key)
+         VALUES ($1, 'queued', $2, $2, $2, nextval('touches'), $3, $4, $5)
          RETURNING id",
         &[&job.caller.as_str(), &now, &total, &bytes, &job.key],
     )
@@ -296,48 +296,41 @@ pub(super) async fn submit(
     })
 }
 
-/// The claim statement: picks the claimable job served longest ago (`$1` is the caller's
-/// `now`, for retry times; `$2` the lease in microseconds; `$3` the store's [`ServedFloor`],
-/// below which no live job's stamp lies), skipping rows other transactions hold, claims its
-/// next target and stamps it served: the whole claim in one statement, so one round trip.
-/// It answers the job's counts too, for the note of a job it starts
-/// ([`Claimed::start_note`], sent after the commit like every progress note: `notifier.rs`).
+/// The claim statement: picks the first claimable job from the store's cursor on, wrapping
+/// once (`$1` is the caller's `now`, for retry times; `$2` the lease in microseconds; `$3`
+/// the id the cursor stands at, `cursor.rs`), skipping rows other transactions hold, and
+/// claims its next target: the whole claim in one statement, so one round trip. It answers
+/// the job's counts too, for the note of a job it starts ([`Claimed::start_note`], sent
+/// after the commit like every progress note: `notifier.rs`).
 ///
-/// The `served = (SELECT … seen …)` condition keeps the rotation's order under concurrent
-/// claims. The scan orders rows by the stamps in the statement's snapshot; when it locks a
-/// row that another statement changed meanwhile, PostgreSQL re-checks the `WHERE` on the
-/// newest version (READ COMMITTED), but not the `ORDER BY` (PostgreSQL's `SELECT` docs warn
-/// of rows out of order with a locking clause). Without the condition a job claimed by
-/// another replica during this statement and released again (or back from a due retry)
-/// would be taken by its old stamp, ahead of jobs that had waited longer. The sub-select
-/// reads the snapshot's stamp, the re-check the newest one: a row whose stamp moved is
-/// skipped, and the job waits its turn. The target is read by the picked (newest) `next`,
-/// not by `cj.next`, which the `UPDATE` reads from the snapshot: a lapsed claim's holder that
-/// stores its target meanwhile moves `next`, and `cj.next` would then name a stored target.
-/// It is read in a sub-select of `RETURNING`, one probe of `targets`' key whatever the
-/// planner estimates: joined in the `UPDATE`, a table without statistics yet was planned as a
-/// scan of every target of the job, probed by `job` alone (`docs/batch.md`). `minted` draws
-/// the token and the stamp right after the lock, so token order follows the order in which
-/// claims took their jobs as closely as one statement can (the three-runner test reads it).
+/// The target is read by the picked (newest) `next`, not by `cj.next`, which the `UPDATE`
+/// reads from the snapshot: a lapsed claim's holder that stores its target meanwhile moves
+/// `next`, and `cj.next` would then name a stored target. It is read in a sub-select of
+/// `RETURNING`, one probe of `targets`' key whatever the planner estimates: joined in the
+/// `UPDATE`, a table without statistics yet was planned as a scan of every target of the
+/// job, probed by `job` alone. `minted` draws the token right after the lock, so token order
+/// follows the order in which claims took their jobs as closely as one statement can (the
+/// three-runner test reads it).
 ///
 /// It also makes its transaction's commit [`relaxed`] (`set_config(…, TRUE)` is `SET LOCAL`
 /// as a function, so it costs no round trip): a claim lost in a server crash is a job not
 /// claimed, and its holder's store is then refused by the fencing token. The statement
 /// always answers one row (`claimed` joined to it, all `NULL` when nothing was claimed).
 ///
-/// The pick must walk `jobs_claimable` in order and stop at the first job it can lock; the
-/// store's connections plan with `enable_bitmapscan` off (`options.rs`), because a bitmap scan
-/// reads every entry of the index, the dead ones every claim leaves included, and sorts. The
-/// walk starts at the floor (`served >= $3`, an index condition): the dead entries every
-/// claim leaves lie below every live one, and their pages stay until a vacuum (`floor.rs`).
-///
-/// [`ServedFloor`]: super::floor::ServedFloor
+/// The pick walks `jobs_claimable` (`id`, live jobs) in order and stops at the first job it
+/// can lock; the store's connections plan with `enable_bitmapscan` off (`options.rs`),
+/// because a bitmap scan reads every entry of the index and sorts. The walk's order is the
+/// id, which no update changes, so PostgreSQL's re-check of a row locked after a concurrent
+/// change (READ COMMITTED re-checks the `WHERE`, not the `ORDER BY`) never takes a job out
+/// of turn. And no column of the index changes when a job is claimed or a target stored:
+/// both are HOT updates that leave no index entry behind, so the walk from the cursor reads
+/// only live jobs' entries (and those of jobs ended since the last vacuum).
 pub(super) fn claim_sql() -> &'static str {
     static SQL: LazyLock<String> = LazyLock::new(|| {
         let claim = claim_ctes(&ClaimParams {
             now: "$1",
             lease: "$2",
-            floor: "$3",
+            cursor: "$3",
             relaxed: true,
             also: "",
         });
@@ -354,21 +347,24 @@ pub(super) fn claim_sql() -> &'static str {
 struct ClaimParams {
     now: &'static str,
     lease: &'static str,
-    /// The lowest stamp the pick looks at (`floor.rs`).
-    floor: &'static str,
+    /// The id the store's cursor stands at (`cursor.rs`).
+    cursor: &'static str,
     /// Whether the claim's transaction commits [`relaxed`]: not when a store shares it.
     relaxed: bool,
     /// More conditions on the picked job (`AND …`).
     also: &'static str,
 }
 
-/// The claim's common table expressions (`pick`, `minted`, `claimed`), shared by
-/// [`claim_sql`] and [`complete_and_claim_sql`]; [`CLAIM_COLUMNS`] reads them.
+/// The claim's common table expressions (`from_cursor`, `wrapped`, `pick`, `minted`,
+/// `claimed`), shared by [`claim_sql`] and [`complete_and_claim_sql`]; [`CLAIM_COLUMNS`]
+/// reads them. `from_cursor` walks from the cursor; `wrapped` walks from the lowest id, and
+/// only when `from_cursor` found nothing (an uncorrelated `NOT EXISTS`, which PostgreSQL
+/// evaluates once, before the walk: a one-time filter).
 fn claim_ctes(p: &ClaimParams) -> String {
     let ClaimParams {
         now,
         lease,
-        floor,
+        cursor,
         relaxed,
         also,
     } = p;
@@ -380,26 +376,32 @@ fn claim_ctes(p: &ClaimParams) -> String {
     } else {
         ("", "")
     };
+    let claimable = format!(
+        "SELECT id, next, in_flight IS NOT NULL AS rescued, status = 'queued' AS started
+         FROM jobs
+         WHERE {LIVE} AND {HAS_WORK}
+           AND (in_flight IS NULL OR lease_until <= {SERVER_NOW})
+           AND (retry_at IS NULL OR retry_at <= {now})
+           {also}"
+    );
     format!(
-        "pick AS (
-             SELECT id, next, in_flight IS NOT NULL AS rescued, status = 'queued' AS started
-             FROM jobs
-             WHERE {LIVE} AND {HAS_WORK} AND served >= {floor}
-               AND (in_flight IS NULL OR lease_until <= {SERVER_NOW})
-               AND (retry_at IS NULL OR retry_at <= {now})
-               AND served = (SELECT seen.served FROM jobs AS seen WHERE seen.id = jobs.id)
-               {also}
+        "from_cursor AS (
+             {claimable} AND id >= {cursor}
              {ROTATION} LIMIT 1
              FOR UPDATE SKIP LOCKED),
+         wrapped AS (
+             {claimable} AND id < {cursor} AND NOT EXISTS (SELECT 1 FROM from_cursor)
+             {ROTATION} LIMIT 1
+             FOR UPDATE SKIP LOCKED),
+         pick AS (SELECT * FROM from_cursor UNION ALL SELECT * FROM wrapped),
          minted AS (
-             SELECT id, next, rescued, started, nextval('claim_tokens') AS token,
-                 nextval('serves') AS stamp
+             SELECT id, next, rescued, started, nextval('claim_tokens') AS token
              FROM pick),
          {relaxed_cte}
          claimed AS (
              UPDATE jobs AS cj SET in_flight = pick.token,
                  lease_until = {SERVER_NOW} + {lease}, rescue = FALSE, retry_at = NULL,
-                 status = 'running', served = pick.stamp,
+                 status = 'running',
                  updated = CASE WHEN pick.started THEN {now} ELSE cj.updated END
              FROM minted AS pick{relaxed_from}
              WHERE cj.id = pick.id
@@ -460,61 +462,23 @@ fn claimed_from_row(row: &Row, at: usize) -> Result<Option<Claimed>> {
     Ok(Some(Claimed { claim, start_note }))
 }
 
-/// Claims the next target by the rotation, in one statement ([`claim_sql`]).
+/// Claims the next target by the rotation from `cursor` (the id the store's cursor stands
+/// at), in one statement ([`claim_sql`]).
 pub(super) async fn claim<C: GenericClient>(
     client: &C,
     now: Timestamp,
     lease: Duration,
-    floor: i64,
+    cursor: i64,
 ) -> Result<Option<Claimed>> {
     let now = to_sql(now);
     let lease = micros(lease);
     // The statement answers one row, all `NULL` when it claimed nothing (no row at all would
     // mean the same).
-    let row = query_opt_on(client, claim_sql(), &[&now, &lease, &floor]).await?;
+    let row = query_opt_on(client, claim_sql(), &[&now, &lease, &cursor]).await?;
     match row {
         Some(row) => claimed_from_row(&row, 0),
         None => Ok(None),
     }
-}
-
-/// The lowest stamp of a live job at or above `floor` (`None`: no job is live), the floor of
-/// the claims that follow (`floor.rs`), in one round trip: one simple query of several
-/// statements, which PostgreSQL runs as one transaction (rolled back whole on an error). It
-/// is `READ COMMITTED` whatever the server's default, and takes the submit lock shared
-/// before the statement that reads (whose snapshot is then taken after the lock), so every
-/// submit that drew a stamp before it has committed and is seen. Every live stamp is at or
-/// above the floor this read replaces (`floor.rs`, invariant 1), so the read's own walk
-/// starts there too (`floor`; 0 once a second, invariant 3). `per_call` is what a
-/// transaction on an application's pool runs first (`connect.rs`). The text holds no value
-/// from outside: the lock key is a constant and the floor a number.
-pub(super) async fn served_floor(
-    client: &tokio_postgres::Client,
-    per_call: Option<&str>,
-    floor: i64,
-) -> Result<Option<i64>> {
-    let per_call = per_call.map_or_else(String::new, |sql| format!("{sql};"));
-    let sql = format!(
-        "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; {per_call}
-         SELECT pg_advisory_xact_lock_shared({SUBMIT_LOCK});
-         SELECT MIN(served) FROM jobs WHERE {LIVE} AND served >= {floor}"
-    );
-    let messages = client.simple_query(&sql).await?;
-    let lowest = messages
-        .iter()
-        .filter_map(|message| match message {
-            tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
-            _ => None,
-        })
-        .next_back()
-        .ok_or_else(|| PostgresError::InvalidRow("the floor read answered no row".into()))?
-        .get(0);
-    lowest
-        .map(|text| {
-            text.parse::<i64>()
-                .map_err(|_| PostgresError::InvalidRow(format!("a stamp {text:?}")))
-        })
-        .transpose()
 }
 
 pub(super) async fn renew(tx: &Transaction<'_>, claim: &Claim, lease: Duration) -> Result<bool> {
@@ -644,7 +608,7 @@ fn store_columns() -> &'static str {
 const STORE_WIDTH: usize = 8;
 
 /// The store statement and a claim in one ([`complete_and_claim`]): [`store_ctes`], then
-/// [`claim_ctes`] with the store's `now` (`$6`), the lease `$11` and the floor `$12`,
+/// [`claim_ctes`] with the store's `now` (`$6`), the lease `$11` and the cursor `$12`,
 /// picking only when the store matched its claim (`EXISTS (SELECT 1 FROM j)`: a stale
 /// claim's call claims nothing) and never the stored job itself (`id <> $1`: two updates of
 /// one row in one statement are not allowed, and the pick's snapshot still sees that job's
@@ -654,7 +618,7 @@ fn complete_and_claim_sql() -> &'static str {
         let claim = claim_ctes(&ClaimParams {
             now: "$6",
             lease: "$11",
-            floor: "$12",
+            cursor: "$12",
             relaxed: false,
             also: "AND id <> $1 AND EXISTS (SELECT 1 FROM j)",
         });
@@ -796,8 +760,8 @@ pub(super) async fn complete<C: GenericClient>(
     }
 }
 
-/// Stores a claimed target's result and claims the next target by the rotation, in one
-/// statement ([`complete_and_claim_sql`]). The claim is `None` when the store was stale or
+/// Stores a claimed target's result and claims the next target by the rotation from
+/// `cursor`, in one statement ([`complete_and_claim_sql`]). The claim is `None` when the store was stale or
 /// no other job was claimable in the statement's snapshot.
 pub(super) async fn complete_and_claim<C: GenericClient>(
     client: &C,
@@ -805,13 +769,13 @@ pub(super) async fn complete_and_claim<C: GenericClient>(
     result: TargetState,
     now: Timestamp,
     lease: Duration,
-    floor: i64,
+    cursor: i64,
 ) -> Result<(Stored, Option<Claimed>)> {
     let args = StoreArgs::new(claim, &result, now)?;
     let lease = micros(lease);
     let mut params = args.params().to_vec();
     params.push(&lease);
-    params.push(&floor);
+    params.push(&cursor);
     // One row always: `j` and `claimed` are outer-joined to it.
     let row = query_opt_on(client, complete_and_claim_sql(), &params)
         .await?

@@ -114,6 +114,16 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_cancelled ON jobs (id) WHERE status = 'cancelled';
     ALTER TABLE jobs SET (fillfactor = 50);
     ",
+    // Version 5: the rotation is the cursor of `Store`'s docs again: the live jobs in id
+    // (= submit) order, walked from the cursor each `PostgresStore` keeps in memory
+    // (`cursor.rs`), wrapping once. `jobs_claimable` names only `id` and the status, so a
+    // claim, like a stored target, is a HOT update now. `served` and `serves` are no longer
+    // read or written; they stay so that replicas of the previous release keep running beside
+    // these during a rolling upgrade (they take the jobs submitted here first).
+    "
+    DROP INDEX jobs_claimable;
+    CREATE INDEX jobs_claimable ON jobs (id) WHERE status IN ('queued', 'running');
+    ",
 ];
 
 /// The schema version this crate writes.

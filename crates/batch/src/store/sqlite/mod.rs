@@ -32,8 +32,8 @@ use thread::ConnectionThread;
 /// that awaits it. Calls run one at a time in the order they were made; calls that arrive
 /// while the thread is busy share the next commit (group commit), each in a savepoint of its
 /// own, and none answers before its commit. The rotation lives in the database too (a partial
-/// index of the claimable jobs by service stamp), so a restarted runner goes on with the job
-/// served longest ago.
+/// index of the claimable jobs in submit order, and the cursor's row), so a restarted runner
+/// goes on with the job after the one claimed last.
 ///
 /// # Guarantees
 ///
@@ -43,7 +43,7 @@ use thread::ConnectionThread;
 ///   killed owner's file opens at once in its successor. A dropped store's file opens again
 ///   at once in the same process.
 /// - **Restart.** [`Runner::new`](crate::Runner::new) over a store holding `queued` or
-///   `running` jobs puts them back into the rotation in their service order. Targets already stored
+///   `running` jobs puts them back into the rotation where it was. Targets already stored
 ///   keep their results and are not fetched again; pending ones are fetched.
 /// - **At-least-once fetch, exactly-once storage.** A target in flight when the process died
 ///   was never stored: it is fetched again after the restart, and its result is stored once.

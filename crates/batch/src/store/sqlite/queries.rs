@@ -30,15 +30,17 @@ type Result<T> = std::result::Result<T, SqliteError>;
 use crate::store::sql::{self, EVICTABLE, HAS_WORK, IDLE, LIVE, ROTATION, counts};
 use crate::store::sql::{from_micros as from_sql, to_micros as to_sql};
 
-/// Counters kept in memory beside the connection, read back from the jobs at open: the last
-/// service stamp, fencing token and touch sequence, and the bytes stored.
+/// Counters kept in memory beside the connection, read back at open: the rotation's cursor,
+/// the last fencing token and touch sequence, and the bytes stored.
 ///
-/// Keeping them out of the database saves a statement per step on the hot path. Each is
-/// rebuilt exactly at open (no claim survives [`recover`], so tokens need only grow within a
-/// process).
+/// Keeping them in memory saves a read per step on the hot path. The token, touch sequence
+/// and bytes are rebuilt exactly from the jobs at open (no claim survives [`recover`], so
+/// tokens need only grow within a process); the cursor is also written to its row by every
+/// claim, so a reopened store goes on with the job after the one claimed last.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Counters {
-    served: i64,
+    /// The rotation's cursor: the id after the job claimed last (`rotation.cursor`).
+    cursor: i64,
     token: i64,
     touch: i64,
     bytes: i64,
@@ -46,24 +48,19 @@ pub(super) struct Counters {
 
 impl Counters {
     pub(super) fn load(tx: &Connection) -> Result<Self> {
-        let (served, token, touch, bytes) = tx.query_row(
-            "SELECT COALESCE(MAX(served), 0), COALESCE(MAX(in_flight), 0),
+        let (cursor, token, touch, bytes) = tx.query_row(
+            "SELECT (SELECT cursor FROM rotation), COALESCE(MAX(in_flight), 0),
                     COALESCE(MAX(touch_seq), 0), COALESCE(SUM(bytes), 0)
              FROM jobs",
             [],
             |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
         )?;
         Ok(Self {
-            served,
+            cursor,
             token,
             touch,
             bytes,
         })
-    }
-
-    fn next_served(&mut self) -> i64 {
-        self.served += 1;
-        self.served
     }
 
     fn next_touch(&mut self) -> i64 {
@@ -129,13 +126,12 @@ pub(super) fn submit(
     }
     let bytes: i64 = job.targets.iter().map(|t| t.len() as i64).sum();
     let touch = c.next_touch();
-    let served = c.next_served();
     let now = to_sql(job.now);
     let id: i64 = tx
         .prepare_cached(
             "INSERT INTO jobs
-                 (caller, status, created, updated, touched, touch_seq, total, bytes, key, served)
-             VALUES (?1, 'queued', ?2, ?2, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+                 (caller, status, created, updated, touched, touch_seq, total, bytes, key)
+             VALUES (?1, 'queued', ?2, ?2, ?2, ?3, ?4, ?5, ?6) RETURNING id",
         )
         .and_then(|mut stmt| {
             stmt.query_row(
@@ -146,7 +142,6 @@ pub(super) fn submit(
                     job.targets.len() as i64,
                     bytes,
                     job.key,
-                    served
                 ],
                 |row| row.get(0),
             )
@@ -170,36 +165,47 @@ pub(super) fn submit(
     })
 }
 
-/// The ready job served longest ago, and whether it is still queued.
-fn ready(tx: &Connection, now: i64) -> Result<Option<(i64, bool)>> {
+/// The first ready job from the rotation's `cursor` on, wrapping once (`store/sql.rs`), and
+/// whether it is still queued: a walk of `jobs_claimable` from the cursor, and only when that
+/// finds nothing, a second one from the start.
+fn ready(tx: &Connection, now: i64, cursor: i64) -> Result<Option<(i64, bool)>> {
     let sql = format!(
         "SELECT id, status = 'queued' FROM jobs
          WHERE {LIVE} AND {IDLE} AND {HAS_WORK} AND (retry_at IS NULL OR retry_at <= ?1)
+           AND id >= ?2
          {ROTATION} LIMIT 1"
     );
-    Ok(tx
-        .prepare_cached(&sql)?
-        .query_row(params![now], |row| Ok((row.get(0)?, row.get(1)?)))
-        .optional()?)
+    let mut pick = tx.prepare_cached(&sql)?;
+    let mut first_from = |from: i64| {
+        pick.query_row(params![now, from], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()
+    };
+    match first_from(cursor)? {
+        Some(found) => Ok(Some(found)),
+        None if cursor > 0 => Ok(first_from(0)?),
+        None => Ok(None),
+    }
 }
 
 pub(super) fn claim(tx: &Connection, c: &mut Counters, now: Timestamp) -> Result<Option<Claim>> {
     let now = to_sql(now);
-    let Some((id, started)) = ready(tx, now)? else {
+    let Some((id, started)) = ready(tx, now, c.cursor)? else {
         return Ok(None);
     };
     c.token += 1;
     let token = c.token;
-    let served = c.next_served();
+    c.cursor = id + 1;
     let (caller, index, busy_since): (String, i64, Option<i64>) = tx
         .prepare_cached(
-            "UPDATE jobs SET in_flight = ?2, retry_at = NULL, status = 'running', served = ?4,
+            "UPDATE jobs SET in_flight = ?2, retry_at = NULL, status = 'running',
                  updated = CASE status WHEN 'queued' THEN ?3 ELSE updated END
              WHERE id = ?1 RETURNING caller, next, busy_since",
         )?
-        .query_row(params![id, token, now, served], |row| {
+        .query_row(params![id, token, now], |row| {
             Ok((row.get(0)?, row.get(1)?, row.get(2)?))
         })?;
+    tx.prepare_cached("UPDATE rotation SET cursor = ?1")?
+        .execute(params![c.cursor])?;
     let target: String = tx
         .prepare_cached("SELECT target FROM targets WHERE job = ?1 AND idx = ?2")?
         .query_row(params![id, index], |row| row.get(0))?;

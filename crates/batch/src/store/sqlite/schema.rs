@@ -78,6 +78,22 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_claimable ON jobs (served, id)
         WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total;
     ",
+    // Version 4: the rotation is the cursor of `Store`'s docs again (`store/sql.rs`): the
+    // claimable jobs in id (= submit) order, scanned from the job after the one claimed last
+    // (`rotation.cursor`, written by every claim), wrapping once. The cursor starts after the
+    // job version 3 served last, so an upgraded store goes on where it was.
+    "
+    CREATE TABLE rotation (
+        only_row INTEGER PRIMARY KEY CHECK (only_row = 1),
+        cursor   INTEGER NOT NULL
+    );
+    INSERT INTO rotation (only_row, cursor)
+        VALUES (1, COALESCE((SELECT id + 1 FROM jobs ORDER BY served DESC, id DESC LIMIT 1), 0));
+    DROP INDEX jobs_claimable;
+    ALTER TABLE jobs DROP COLUMN served;
+    CREATE INDEX jobs_claimable ON jobs (id)
+        WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total;
+    ",
 ];
 
 /// The schema version this crate writes.

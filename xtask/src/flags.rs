@@ -6,6 +6,7 @@ usage: cargo xtask <verb> [options]
 
 verbs:
   gate [--full] [--only STEP,...]   run what CI checks, in order, stopping at the first failure
+  tidy [--restamp]                  run the gate's `tidy` step alone (text against files, rustdoc)
   demo                              run every crate's example, one after another
   bench [--quick] [--only CRATE,...]  run the criterion benches, write docs/benchmarks.md
   help                              print this text
@@ -14,6 +15,10 @@ gate options:
   --full            also run the nightly steps: ThreadSanitizer and Miri (CI uses this)
   --only STEP,...   run only the named steps, in gate order (names: see `cargo xtask gate --list`)
   --list            print the step names and exit
+
+tidy options:
+  --restamp         rewrite every stale doc stamp to its file's current hash (after re-reading
+                    the stamped section against the file), printing each one
 
 bench options:
   --quick           criterion's quick mode, at most about 1 s a benchmark (2 min, not 15)
@@ -26,6 +31,8 @@ pub(crate) enum Command {
     Help,
     /// Run the gate.
     Gate(GateOptions),
+    /// Run the gate's `tidy` step, or restamp the docs.
+    Tidy(TidyOptions),
     /// Run every crate's example.
     Demo,
     /// Run the criterion benches and write the benchmark page.
@@ -41,6 +48,13 @@ pub(crate) struct GateOptions {
     pub(crate) only: Vec<String>,
     /// Print the step names and exit.
     pub(crate) list: bool,
+}
+
+/// Options of `cargo xtask tidy`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct TidyOptions {
+    /// Rewrite the doc stamps to the current hashes instead of checking.
+    pub(crate) restamp: bool,
 }
 
 /// Options of `cargo xtask bench`.
@@ -77,6 +91,16 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, String> {
                 }
             }
             Ok(Command::Gate(options))
+        }
+        Some("tidy") => {
+            let mut options = TidyOptions::default();
+            for arg in args {
+                match arg {
+                    "--restamp" => options.restamp = true,
+                    other => return Err(format!("unknown tidy option `{other}`")),
+                }
+            }
+            Ok(Command::Tidy(options))
         }
         Some("bench") => {
             let mut options = BenchOptions::default();
@@ -129,6 +153,16 @@ mod tests {
             parse_str("gate --full --only fmt,clippy --only miri"),
             Ok(Command::Gate(expected))
         );
+    }
+
+    #[test]
+    fn tidy_checks_or_restamps() {
+        assert_eq!(parse_str("tidy"), Ok(Command::Tidy(TidyOptions::default())));
+        assert_eq!(
+            parse_str("tidy --restamp"),
+            Ok(Command::Tidy(TidyOptions { restamp: true }))
+        );
+        assert!(parse_str("tidy --fix").unwrap_err().contains("--fix"));
     }
 
     #[test]

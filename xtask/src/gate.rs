@@ -435,7 +435,7 @@ fn has_loom_file(dir: &Path) -> bool {
     })
 }
 
-mod tidy;
+pub(crate) mod tidy;
 
 #[cfg(test)]
 mod tests;

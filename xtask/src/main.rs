@@ -36,6 +36,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         flags::Command::Gate(options) => gate::run(&root, &options),
+        flags::Command::Tidy(options) => gate::tidy::main(&root, &options),
         flags::Command::Demo => demo::run(&root),
         flags::Command::Bench(options) => bench::run(&root, &options),
     }

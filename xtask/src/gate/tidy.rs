@@ -1,23 +1,30 @@
 //! The gate step `tidy`: the repository's text agrees with its files.
 //!
-//! Three checks, each failure named by file and line:
+//! Four checks, each failure named by file and line:
 //! - [`paths`]: every repository path the Markdown files and the Rust doc comments mention
 //!   exists, and a `:N` or `:N-M` line suffix is within the file;
 //! - [`modules`]: every `.rs` file of a package is reached by `mod` declarations from a
 //!   target root, so no file is silently left out of the build;
+//! - [`stamps`]: a doc section stamped with the hash of the file it describes still matches
+//!   that file (`cargo xtask tidy --restamp` rewrites the stamps after a re-read);
 //! - rustdoc with `-D warnings`, which fails on a broken intra-doc link (and on every other
 //!   rustdoc warning). This is the gate's only `cargo doc` run.
+//!
+//! `cargo xtask tidy` runs this step alone ([`main`]).
 
 mod modules;
 mod paths;
+mod stamps;
 
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
 
 use super::{Outcome, in_root};
+use crate::flags::{GateOptions, TidyOptions};
 use crate::util::{self, cargo};
 
 /// One thing the checks found wrong: where, and what.
@@ -36,6 +43,34 @@ impl fmt::Display for Finding {
     }
 }
 
+/// `cargo xtask tidy`: the gate's `tidy` step alone; with `--restamp`, rewrites every stale
+/// stamp to its file's current hash instead, and prints each one it rewrote.
+pub(crate) fn main(root: &Path, options: &TidyOptions) -> ExitCode {
+    if !options.restamp {
+        let only = GateOptions {
+            only: vec!["tidy".into()],
+            ..GateOptions::default()
+        };
+        return super::run(root, &only);
+    }
+    match stamps::restamp(root, &files(root)) {
+        Ok(done) => {
+            for restamped in &done {
+                println!("restamped {restamped}");
+            }
+            println!("{} stamp(s) restamped; the others are current", done.len());
+            ExitCode::SUCCESS
+        }
+        Err(findings) => {
+            for finding in &findings {
+                println!("{finding}");
+            }
+            println!("nothing restamped: fix the stamps above first");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Runs the text checks, then rustdoc; fails if either found something.
 pub(crate) fn run(root: &Path) -> Outcome {
     let findings = check(root);
@@ -51,17 +86,18 @@ pub(crate) fn run(root: &Path) -> Outcome {
                 .err()
                 .map_or_else(String::new, |why| format!("; and {why}"));
             Outcome::Failed(format!(
-                "{n} stale path(s) or unreached file(s), listed above{also}"
+                "{n} stale path(s), unreached file(s) or stale stamp(s), listed above{also}"
             ))
         }
     }
 }
 
-/// The path and module checks, without rustdoc.
+/// The path, module and stamp checks, without rustdoc.
 pub(crate) fn check(root: &Path) -> Vec<Finding> {
     let files = files(root);
     let mut findings = paths::check(root, &files);
     findings.extend(modules::check(root, &files));
+    findings.extend(stamps::check(root, &files));
     findings
 }
 

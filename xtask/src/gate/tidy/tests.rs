@@ -183,3 +183,85 @@ fn rustdoc_fails_on_a_broken_intra_doc_link_and_passes_on_a_good_one() {
     );
     assert_eq!(rustdoc(&good.0), Ok(()));
 }
+
+/// A notes page whose section `The rule` is stamped against `described` with `hash`, and a
+/// fenced example of a stamp that is not one.
+fn stamped_notes(described: &str, hash: &str) -> String {
+    format!(
+        "# Notes\n\n## The rule\n\n<!-- stamp: {described} {hash} -->\nThe rule is `f`.\n\n\
+         ```md\n<!-- stamp: crates/a/src/gone.rs 0 -->\n```\n"
+    )
+}
+
+#[test]
+fn a_stamped_section_fails_once_its_file_changes_and_restamp_fixes_it() {
+    let lib = "//! A.\n\npub fn f() {}\n";
+    let old = stamps::hash(lib.as_bytes());
+    let notes = stamped_notes("crates/a/src/lib.rs", &old);
+    let tree = crate_with("stamps", &[("docs/notes.md", &notes)]);
+    assert_eq!(tree.findings(), Vec::<String>::new());
+
+    let edited = "//! A.\n\npub fn f() -> u8 {\n    1\n}\n";
+    std::fs::write(tree.0.join("crates/a/src/lib.rs"), edited).unwrap();
+    let new = stamps::hash(edited.as_bytes());
+    assert_eq!(
+        tree.findings(),
+        [format!(
+            "docs/notes.md:5: section `The rule` is stamped against `crates/a/src/lib.rs`, \
+             which changed (hash {new}, stamp {old}): re-read the section against the file, \
+             then run `cargo xtask tidy --restamp`"
+        )]
+    );
+
+    let done = stamps::restamp(&tree.0, &files(&tree.0)).unwrap();
+    let done: Vec<String> = done.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        done,
+        [format!(
+            "docs/notes.md:5: section `The rule`: `crates/a/src/lib.rs` {old} -> {new}"
+        )]
+    );
+    let rewritten = std::fs::read_to_string(tree.0.join("docs/notes.md")).unwrap();
+    assert_eq!(rewritten, stamped_notes("crates/a/src/lib.rs", &new));
+    assert_eq!(tree.findings(), Vec::<String>::new());
+    // Nothing left to restamp.
+    assert_eq!(stamps::restamp(&tree.0, &files(&tree.0)), Ok(vec![]));
+}
+
+#[test]
+fn a_module_doc_may_stamp_its_own_file_and_a_new_stamp_waits_for_restamp() {
+    let lib =
+        "//! A.\n//!\n//! # Rules\n//!\n//! <!-- stamp: crates/a/src/lib.rs -->\n\npub fn f() {}\n";
+    let tree = crate_with("stamps-self", &[("crates/a/src/lib.rs", lib)]);
+    let now = stamps::hash(lib.as_bytes());
+    assert_eq!(
+        tree.findings(),
+        [format!(
+            "crates/a/src/lib.rs:5: section `Rules` is stamped against `crates/a/src/lib.rs`, \
+             which changed (hash {now}, stamp (none)): re-read the section against the file, \
+             then run `cargo xtask tidy --restamp`"
+        )]
+    );
+    assert_eq!(stamps::restamp(&tree.0, &files(&tree.0)).unwrap().len(), 1);
+    let rewritten = std::fs::read_to_string(tree.0.join("crates/a/src/lib.rs")).unwrap();
+    assert!(rewritten.contains(&format!("//! <!-- stamp: crates/a/src/lib.rs {now} -->\n")));
+    // The stamp line is not part of the hash, so writing it does not stale it.
+    assert_eq!(tree.findings(), Vec::<String>::new());
+}
+
+#[test]
+fn a_stamp_naming_a_missing_file_fails_and_is_not_restamped() {
+    let notes = stamped_notes("crates/a/src/gone.rs", "0123456789abcdef");
+    let tree = crate_with("stamps-missing", &[("docs/notes.md", &notes)]);
+    let finding = "docs/notes.md:5: section `The rule` is stamped against \
+                   `crates/a/src/gone.rs`: no such file";
+    // Reported once, by the stamp check (the path check leaves stamp lines to it).
+    assert_eq!(tree.findings(), [finding]);
+    let refused = stamps::restamp(&tree.0, &files(&tree.0)).unwrap_err();
+    assert_eq!(
+        refused.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        [format!("{finding}; cannot restamp")]
+    );
+    let unchanged = std::fs::read_to_string(tree.0.join("docs/notes.md")).unwrap();
+    assert_eq!(unchanged, notes);
+}

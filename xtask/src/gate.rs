@@ -2,7 +2,9 @@
 //!
 //! The gate stops at the first failing step and names it. A step that cannot run on this
 //! machine (no nightly toolchain, no crate with loom models yet) prints
-//! `SKIPPED: <step>: <why>` and the gate goes on: a skip is never a silent pass.
+//! `SKIPPED: <step>: <why>` and the gate goes on: a skip is never a silent pass. However it
+//! ends, the gate prints a [`summary`]: each step run with its status and time, the steps a
+//! failure left unrun, and the total.
 //!
 //! Tests that are slow under a sanitizer or Miri read `TEST_SCALE=small` (set by those steps)
 //! and shrink their counts; proptest reads `PROPTEST_CASES`.
@@ -111,7 +113,7 @@ pub(crate) fn run(root: &Path, options: &GateOptions) -> ExitCode {
     };
     let mut report: Vec<(&str, &str, Duration)> = Vec::new();
     let (failed, total) = util::timed(|| {
-        for step in steps {
+        for (index, step) in steps.iter().enumerate() {
             println!("\n==> gate step `{}`", step.name);
             let (outcome, took) = util::timed(|| (step.run)(root));
             match outcome {
@@ -126,23 +128,45 @@ pub(crate) fn run(root: &Path, options: &GateOptions) -> ExitCode {
                 Outcome::Failed(why) => {
                     println!("FAILED: gate step `{}` ({took:.1?}): {why}", step.name);
                     report.push((step.name, "FAILED", took));
-                    return true;
+                    return Some((step.name, &steps[index + 1..]));
                 }
             }
         }
-        false
+        None
     });
-    println!("\ngate summary:");
-    for (name, status, took) in &report {
-        println!("  {name:<8} {status:<8} {took:>8.1?}");
+    let not_run: Vec<&str> = failed
+        .iter()
+        .flat_map(|(_, rest)| rest.iter().map(|step| step.name))
+        .collect();
+    print!("\n{}", summary(&report, &not_run, total));
+    match failed {
+        Some((name, _)) => {
+            println!("gate FAILED at step `{name}`");
+            ExitCode::FAILURE
+        }
+        None => {
+            println!("gate passed");
+            ExitCode::SUCCESS
+        }
     }
-    println!("  total             {total:>8.1?}");
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        println!("gate passed");
-        ExitCode::SUCCESS
+}
+
+/// What the gate prints at its end, pass or fail: each step run so far with its status and
+/// wall time (a skipped step too), the steps a failure left unrun, and the total.
+pub(crate) fn summary(
+    report: &[(&str, &str, Duration)],
+    not_run: &[&str],
+    total: Duration,
+) -> String {
+    let mut out = String::from("gate summary:\n");
+    for (name, status, took) in report {
+        out.push_str(&format!("  {name:<8} {status:<8} {took:>8.1?}\n"));
     }
+    for name in not_run {
+        out.push_str(&format!("  {name:<8} not run\n"));
+    }
+    out.push_str(&format!("  total             {total:>8.1?}\n"));
+    out
 }
 
 /// The steps the options select, in gate order.

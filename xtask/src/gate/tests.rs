@@ -42,6 +42,25 @@ fn only_keeps_gate_order_and_rejects_unknown_steps() {
     assert!(select(&options).unwrap_err().contains("lint"));
 }
 
+#[test]
+fn the_summary_shows_skipped_and_failed_steps_what_was_not_run_and_the_total() {
+    let ms = Duration::from_millis;
+    let report = [
+        ("fmt", "passed", ms(1200)),
+        ("loom", "SKIPPED", ms(10)),
+        ("tidy", "FAILED", ms(3400)),
+    ];
+    assert_eq!(
+        summary(&report, &["package"], ms(4610)),
+        "gate summary:\n\
+         \x20 fmt      passed       1.2s\n\
+         \x20 loom     SKIPPED    10.0ms\n\
+         \x20 tidy     FAILED       3.4s\n\
+         \x20 package  not run\n\
+         \x20 total                 4.6s\n"
+    );
+}
+
 /// A throwaway one-crate workspace outside ours, removed on drop.
 struct Scratch(PathBuf);
 

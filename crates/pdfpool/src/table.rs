@@ -1,6 +1,8 @@
 //! The admission table: which jobs run, which wait in the queue, who waits for each job, and
 //! which caller owns which job. Runtime-free: no clock, no task, no waker lives here.
 //!
+//! <!-- stamp: crates/pdfpool/src/table.rs d8f9d8c7bf3d8de6 -->
+//!
 //! # States of a job
 //!
 //! ```text

@@ -40,10 +40,10 @@ pub enum ConfigError {
 #[non_exhaustive]
 pub enum NewError {
     /// The configuration is invalid.
-    #[error("invalid config: {0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
     /// The store could not load its live jobs back.
-    #[error("store: {0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
 }
 
@@ -84,7 +84,7 @@ pub enum InvalidJob {
 #[non_exhaustive]
 pub enum SubmitError {
     /// The job itself is invalid.
-    #[error("invalid job: {0}")]
+    #[error(transparent)]
     Invalid(#[from] InvalidJob),
     /// `max_live_jobs` jobs are live already.
     #[error("too many live jobs")]
@@ -99,7 +99,7 @@ pub enum SubmitError {
     #[error("the runner is closed")]
     Closed,
     /// The store failed.
-    #[error("store: {0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
 }
 
@@ -116,11 +116,17 @@ pub enum StatusError {
     #[error("the runner closed before the job ended")]
     Closed,
     /// The store failed.
-    #[error("store: {0}")]
+    #[error(transparent)]
     Store(#[from] StoreError),
 }
 
 /// A store's failure.
+///
+/// Its text says which kind; the store's own error is its [`source`](std::error::Error::source)
+/// (downcast it to the store's error type), printed by any reporter that walks the chain
+/// (`anyhow`'s `{:#}`, `tracing`'s error fields), so the two texts never repeat each other.
+/// The errors that wrap it ([`SubmitError::Store`], [`StatusError::Store`],
+/// [`NewError::Store`]) are transparent: they show it as it is.
 ///
 /// The runner retries store calls that fail with [`Unavailable`](Self::Unavailable) (after
 /// `retry_wait`, while open) and logs the others; a target whose result could not be stored
@@ -129,9 +135,53 @@ pub enum StatusError {
 #[non_exhaustive]
 pub enum StoreError {
     /// A transient failure: a lost connection, a locked database. Trying again may work.
-    #[error("store unavailable: {0}")]
+    #[error("store unavailable")]
     Unavailable(#[source] BoxError),
     /// A lasting failure: a full disk, a corrupt file, a schema from a newer version.
-    #[error("store failed: {0}")]
+    #[error("store failed")]
     Failed(#[source] BoxError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every message of an error's chain, top first.
+    fn chain(err: &(dyn std::error::Error + 'static)) -> Vec<String> {
+        let mut texts = vec![err.to_string()];
+        let mut next = err.source();
+        while let Some(cause) = next {
+            texts.push(cause.to_string());
+            next = cause.source();
+        }
+        texts
+    }
+
+    /// The API guidelines' rule: an error displays its source or returns it, never both, so a
+    /// reporter that prints the chain prints each text once.
+    #[test]
+    fn a_chain_prints_each_text_once() {
+        let disk = || -> BoxError { "disk full".into() };
+        let errors: Vec<Box<dyn std::error::Error + 'static>> = vec![
+            Box::new(StoreError::Failed(disk())),
+            Box::new(SubmitError::Store(StoreError::Unavailable(disk()))),
+            Box::new(StatusError::Store(StoreError::Failed(disk()))),
+            Box::new(NewError::Store(StoreError::Failed(disk()))),
+            Box::new(NewError::Config(ConfigError::RetryWait)),
+            Box::new(SubmitError::Invalid(InvalidJob::Empty)),
+        ];
+        for err in errors {
+            let texts = chain(&*err);
+            for (i, text) in texts.iter().enumerate() {
+                for later in &texts[i + 1..] {
+                    assert!(
+                        !text.contains(later.as_str()),
+                        "{text:?} repeats its source {later:?} (chain {texts:?})"
+                    );
+                }
+            }
+        }
+        let store = StoreError::Failed(disk());
+        assert_eq!(chain(&store), ["store failed", "disk full"]);
+    }
 }

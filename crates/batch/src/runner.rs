@@ -479,7 +479,8 @@ async fn forward_events<T, O>(
                         Ok(Some(summary)) => shared.watchers.publish(job, summary.progress()),
                         Ok(None) => {}
                         Err(error) => {
-                            tracing::warn!(%error, %job, "re-reading a watched job failed");
+                            let error = &error as &dyn std::error::Error;
+                            tracing::warn!(error, %job, "re-reading a watched job failed");
                         }
                     }
                 }

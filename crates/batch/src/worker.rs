@@ -58,6 +58,7 @@
 //!    unfetched, its target pending for the next runner. A worker thus holds up to three
 //!    claims: one being stored, one fetched, one ahead.
 
+use std::error::Error;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -506,10 +507,14 @@ where
             Err(error) => {
                 shared.hooks.store_error(&error);
                 match &error {
+                    // As an error value, so that subscribers print its source chain: the
+                    // store's own error is the source, not part of the text.
                     StoreError::Unavailable(_) => {
-                        tracing::warn!(%error, "store call failed; retrying")
+                        tracing::warn!(error = &error as &dyn Error, "store call failed; retrying")
                     }
-                    _ => tracing::error!(%error, "store call failed; retrying"),
+                    _ => {
+                        tracing::error!(error = &error as &dyn Error, "store call failed; retrying")
+                    }
                 }
                 tokio::select! {
                     () = tokio::time::sleep(shared.config.retry_wait) => {}
@@ -790,7 +795,11 @@ async fn with_heartbeat<T, O, S: Store, R>(
                         token.cancel();
                         return None;
                     }
-                    Err(error) => tracing::warn!(%error, job = %claim.job, "lease renewal failed"),
+                    Err(error) => tracing::warn!(
+                        error = &error as &dyn Error,
+                        job = %claim.job,
+                        "lease renewal failed"
+                    ),
                 }
             }
         }

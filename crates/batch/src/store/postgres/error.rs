@@ -38,9 +38,10 @@ pub enum PostgresError {
     /// A stored row does not read back as this crate wrote it.
     #[error("a stored row is invalid: {0}")]
     InvalidRow(String),
-    /// Any other error the server or the client reported.
-    #[error("postgres: {0}")]
-    Other(#[source] tokio_postgres::Error),
+    /// Any other error the server or the client reported (shown as it is, its cause as its
+    /// source).
+    #[error(transparent)]
+    Other(tokio_postgres::Error),
 }
 
 /// SQLSTATE classes and codes after which the same call may succeed: connection exceptions

@@ -8,29 +8,27 @@ use crate::error::ConfigError;
 use crate::hooks::{Hooks, NoHooks};
 
 /// How a [`Runner`](crate::Runner) works; checked by [`Runner::new`](crate::Runner::new).
+///
+/// A builder: start from [`Config::default`] and change what you need with the setters
+/// below (each documents its setting); the `Debug` output shows every value.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let config = lockgate_batch::Config::default()
+///     .workers(8)
+///     .retry(Duration::from_millis(500), Duration::from_secs(60));
+/// assert!(config.validate().is_ok());
+/// ```
 #[derive(Clone)]
-#[non_exhaustive]
 pub struct Config {
-    /// Worker tasks: how many targets may be fetched at once (1..=[`Config::MAX_WORKERS`]).
-    /// Each worker also stores its last result while it claims and fetches the next, so up
-    /// to twice this many targets may be in flight (claimed, not yet stored).
-    pub workers: usize,
-    /// How long a busy target waits before it is tried again (above zero).
-    pub retry_wait: Duration,
-    /// How long a target may keep coming back busy before it is stored failed.
-    pub retry_for: Duration,
-    /// The store's budget: after each stored target, finished jobs are evicted, least
-    /// recently touched first, until the stored bytes are at or below this (at least 1).
-    /// Live jobs are never evicted, so the store may hold more while they run; a job whose
-    /// targets and results alone exceed the budget is evicted as soon as it ends (logged with
-    /// `tracing::warn!`): size the budget above your largest job.
-    pub max_bytes: u64,
-    /// The most targets one job may have (at least 1).
-    pub max_targets: usize,
-    /// The most live jobs at once (at least 1).
-    pub max_live_jobs: usize,
-    /// Metrics callbacks.
-    pub hooks: Arc<dyn Hooks>,
+    pub(crate) workers: usize,
+    pub(crate) retry_wait: Duration,
+    pub(crate) retry_for: Duration,
+    pub(crate) max_bytes: u64,
+    pub(crate) max_targets: usize,
+    pub(crate) max_live_jobs: usize,
+    pub(crate) hooks: Arc<dyn Hooks>,
 }
 
 impl Default for Config {
@@ -66,38 +64,46 @@ impl Config {
     /// The most workers a runner accepts.
     pub const MAX_WORKERS: usize = 1024;
 
-    /// Sets `workers`.
+    /// Worker tasks: how many targets may be fetched at once (1..=[`Config::MAX_WORKERS`]).
+    /// Each worker also stores its last result while it claims and fetches the next, so up
+    /// to twice this many targets may be in flight (claimed, not yet stored). Default 4.
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers;
         self
     }
 
-    /// Sets `retry_wait` and `retry_for`.
+    /// A busy target waits `wait` before it is tried again (above zero; default 1 s), and
+    /// is stored failed once it has kept coming back busy for longer than `give_up_after`
+    /// (default 5 minutes).
     pub fn retry(mut self, wait: Duration, give_up_after: Duration) -> Self {
         self.retry_wait = wait;
         self.retry_for = give_up_after;
         self
     }
 
-    /// Sets `max_bytes`.
+    /// The store's budget: after each stored target, finished jobs are evicted, least
+    /// recently touched first, until the stored bytes are at or below this (at least 1;
+    /// default 64 MiB). Live jobs are never evicted, so the store may hold more while they
+    /// run; a job whose targets and results alone exceed the budget is evicted as soon as it
+    /// ends (logged with `tracing::warn!`): size the budget above your largest job.
     pub fn max_bytes(mut self, max_bytes: u64) -> Self {
         self.max_bytes = max_bytes;
         self
     }
 
-    /// Sets `max_targets`.
+    /// The most targets one job may have (at least 1; default 10,000).
     pub fn max_targets(mut self, max_targets: usize) -> Self {
         self.max_targets = max_targets;
         self
     }
 
-    /// Sets `max_live_jobs`.
+    /// The most live jobs at once (at least 1; default 1,000).
     pub fn max_live_jobs(mut self, max_live_jobs: usize) -> Self {
         self.max_live_jobs = max_live_jobs;
         self
     }
 
-    /// Sets `hooks`.
+    /// Metrics callbacks (default: none).
     pub fn hooks(mut self, hooks: Arc<dyn Hooks>) -> Self {
         self.hooks = hooks;
         self

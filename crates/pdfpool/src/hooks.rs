@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Callbacks for the events of a pool, to feed metrics. Every method does nothing by default;
 /// implement those you count. Install with [`Pool::with_hooks`](crate::Pool::with_hooks).

@@ -17,62 +17,30 @@ use tokio::time::Instant;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 use tracing::Instrument;
 
-use crate::Error;
-use crate::pool::{Outcome, Shared};
+use crate::error::Error;
+use crate::shared::{Launch, Outcome, Shared};
 use crate::sync::Arc;
 use crate::table::JobId;
 use crate::wait::deliver;
 
-/// Spawns a job's task, given the pool and the id the table gave the job.
-type Start<K, C, V> = Box<dyn FnOnce(Arc<Shared<K, C, V>>, JobId) + Send>;
-
-/// A queued job's way to start, held by the table as its opaque launch. Starting it spawns the
-/// job; dropping it unstarted (expired, abandoned, closed) drops the user's closure unrun.
-pub(crate) struct Launch<K, C, V> {
+/// Wraps the user's closure, queued at `queued_at`, into the launch the table holds until a
+/// slot frees: starting it spawns the job in `span`.
+pub(crate) fn launch<K, C, V, F, Fut>(
     queued_at: Instant,
-    start: Start<K, C, V>,
-}
-
-impl<K, C, V> Launch<K, C, V>
+    span: tracing::Span,
+    job: F,
+) -> Launch<K, C, V>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Hash + Eq + Clone + Send + Sync + 'static,
     V: Clone + Send + 'static,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = V> + Send + 'static,
 {
-    /// Wraps the user's closure, queued at `queued_at`, to run in `span`.
-    pub(crate) fn new<F, Fut>(queued_at: Instant, span: tracing::Span, job: F) -> Self
-    where
-        F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = V> + Send + 'static,
-    {
-        Self {
-            queued_at,
-            // A queued job's waiters all have channels, so its task's output goes unread.
-            start: Box::new(move |shared, job_id| drop(spawn(shared, job_id, job, span))),
-        }
-    }
-
-    /// Starts the job the table just promoted to `Running` as `job_id`.
-    pub(crate) fn start(self, shared: Arc<Shared<K, C, V>>, job_id: JobId) {
-        shared
-            .hooks
-            .call(|hooks| hooks.started_from_queue(self.queued_for()));
-        (self.start)(shared, job_id);
-    }
-}
-
-impl<K, C, V> Launch<K, C, V> {
-    /// How long the job has been queued.
-    pub(crate) fn queued_for(&self) -> Duration {
-        Instant::now().saturating_duration_since(self.queued_at)
-    }
-}
-
-impl<K, C, V> std::fmt::Debug for Launch<K, C, V> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Launch")
-            .field("queued_at", &self.queued_at)
-            .finish_non_exhaustive()
+    Launch {
+        queued_at,
+        // A queued job's waiters all have channels, so its task's output goes unread.
+        start: Box::new(move |shared, job_id| drop(spawn(shared, job_id, job, span))),
     }
 }
 

@@ -18,6 +18,7 @@ mod job;
 #[cfg(feature = "metrics")]
 mod metrics_hooks;
 mod pool;
+mod shared;
 mod slab;
 mod sync;
 pub(crate) mod table;

@@ -13,7 +13,8 @@ use metrics::{
     describe_histogram, gauge, histogram,
 };
 
-use crate::{BusyCause, Error, Hooks};
+use crate::error::{BusyCause, Error};
+use crate::hooks::Hooks;
 
 const REQUESTS: &str = "lockgate_pdfpool_requests_total";
 const REFUSED: &str = "lockgate_pdfpool_requests_refused_total";

@@ -6,43 +6,16 @@ use std::future::Future;
 use std::hash::Hash;
 use std::time::Duration;
 
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
-use tokio_util::task::TaskTracker;
 
-use crate::hooks::Installed;
-use crate::job::{self, Launch};
+use crate::error::{BusyCause, Error};
+use crate::hooks::Hooks;
+use crate::job;
+use crate::shared::{Mailbox, Shared};
 use crate::sync::Arc;
-use crate::table::{Admission, NewWaiter, Refusal, Table};
+use crate::table::{Admission, NewWaiter, Refusal};
 use crate::wait::{Waiter, deliver};
-use crate::{BusyCause, Error, Hooks};
-
-/// What every sharer of a job receives.
-pub(crate) type Outcome<V> = Result<V, Error>;
-/// A waiter's mailbox, held by the table.
-pub(crate) enum Mailbox<V> {
-    /// The waiter awaits this channel's receiver.
-    Channel(oneshot::Sender<Outcome<V>>),
-    /// The request that started the job at once awaits the job's task itself: the task's
-    /// output is the outcome (as for a plain `tokio::spawn`), so it needs no channel.
-    Task,
-}
-/// The admission table as the pool uses it.
-pub(crate) type CoreTable<K, C, V> = Table<K, C, Instant, Mailbox<V>, Launch<K, C, V>>;
-
-/// What every clone of a [`Pool`] and every job task shares.
-pub(crate) struct Shared<K, C, V> {
-    pub(crate) table: CoreTable<K, C, V>,
-    /// The table's limits again, readable without its lock.
-    slots: usize,
-    queue_limit: usize,
-    pub(crate) wait: Duration,
-    pub(crate) hooks: Installed,
-    /// Every job task, for `shutdown` to wait on.
-    pub(crate) tasks: TaskTracker,
-    /// Notified when the last running job of a closed pool has ended.
-    pub(crate) idle: Notify,
-}
 
 /// An admission pool for expensive jobs: `slots` jobs run at once, at most `queue` jobs wait
 /// (first come, first served, each at most `wait`), identical requests share one job, and a
@@ -113,15 +86,7 @@ where
     fn build(slots: usize, queue: usize, wait: Duration, hooks: Option<Box<dyn Hooks>>) -> Self {
         assert!(slots > 0, "pdfpool::Pool::new: `slots` must be at least 1");
         Self {
-            shared: Arc::new(Shared {
-                table: Table::new(slots, queue),
-                slots,
-                queue_limit: queue,
-                wait: wait.min(Self::MAX_WAIT),
-                hooks: Installed::new(hooks),
-                tasks: TaskTracker::new(),
-                idle: Notify::new(),
-            }),
+            shared: Arc::new(Shared::new(slots, queue, wait.min(Self::MAX_WAIT), hooks)),
         }
     }
 
@@ -219,7 +184,7 @@ where
                 let job = job.take().expect("the closure is taken once");
                 let span = span.take().expect("the span is taken once");
                 let queued_at = Instant::now();
-                (queued_at + wait, Launch::new(queued_at, span, job))
+                (queued_at + wait, job::launch(queued_at, span, job))
             },
         );
         // Each arm guards its registration before anything else can unwind or await.

@@ -36,10 +36,10 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::pool::{Mailbox, Outcome, Shared};
+use crate::error::{BusyCause, Error};
+use crate::shared::{Mailbox, Outcome, Shared};
 use crate::slab::Slab;
 use crate::table::WaiterId;
-use crate::{BusyCause, Error};
 
 /// Sends `outcome` to every channel mailbox and hands it back if the job's starter awaits the
 /// task ([`Mailbox::Task`]), to be the task's output. Clones go to every channel but the last,

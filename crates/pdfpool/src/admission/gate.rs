@@ -68,7 +68,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::BusyCause;
+use crate::error::BusyCause;
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 
 /// The shared state of one layer: every service it made, and every clone of those, goes

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use gate::{Entry, Gate, Slot};
 
-use crate::BusyCause;
+use crate::error::BusyCause;
 use crate::sync::Arc;
 
 /// Bounds a tower service like a [`Pool`](crate::Pool) bounds jobs: at most `slots` requests

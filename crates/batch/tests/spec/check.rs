@@ -39,8 +39,8 @@ pub enum Wakeups {
     /// server's) and converts their ends to the caller's, the reference (which gives such a
     /// store no lease) cannot say when a claim out lapses: while one is out, any time from
     /// now to `lease` ahead, and no later than the reference's wake-up, is accepted too.
-    /// (Only the PostgreSQL store is shared: without its feature nothing builds this.)
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    /// (Only the PostgreSQL store is shared; `wakeup_agrees_within_what_the_docs_allow`
+    /// checks this leeway without a server.)
     Shared {
         /// The store's fallback poll interval.
         poll: Duration,
@@ -362,6 +362,52 @@ pub fn wakeup_agrees(
         return Some("the fallback poll");
     }
     None
+}
+
+/// The leeway of [`wakeup_agrees`], checked on its own: the PostgreSQL spec, the only one
+/// with a shared store, runs only with a server, and a leeway too wide would let it pass
+/// anything. A shared store may give a lease end up to a lease ahead while a claim is out, or
+/// its poll up to the poll interval ahead, never later than the reference's own wake-up; an
+/// exact store gets neither.
+#[test]
+fn wakeup_agrees_within_what_the_docs_allow() {
+    const LEASE_END: Option<&str> = Some("a lease end on the server's clock");
+    const POLL: Option<&str> = Some("the fallback poll");
+    let now = Timestamp::from_micros(1_700_000_000_000_000);
+    let ahead = |secs| now.saturating_add(Duration::from_secs(secs));
+    let shared = Wakeups::Shared {
+        poll: Duration::from_secs(10),
+        lease: Duration::from_secs(60),
+    };
+    let agrees = |got, expected, claims_out, wakeups| {
+        wakeup_agrees(expected, &[], Some(got), now, claims_out, wakeups)
+    };
+    // The reference's own wake-up, and a retry time that has come, for every store.
+    for wakeups in [Wakeups::Exact, shared] {
+        assert_eq!(
+            agrees(ahead(99), Some(ahead(99)), false, wakeups),
+            Some("as the reference")
+        );
+        let passed = [ahead(1)];
+        let retry = wakeup_agrees(Some(ahead(5)), &passed, Some(ahead(1)), now, false, wakeups);
+        assert_eq!(retry, Some("a retry time that has come"));
+    }
+    // A lease end: while a claim is out, from now up to a lease ahead.
+    assert_eq!(agrees(now, None, true, shared), LEASE_END);
+    assert_eq!(agrees(ahead(60), None, true, shared), LEASE_END);
+    assert_eq!(agrees(ahead(61), None, true, shared), None);
+    assert_eq!(agrees(ahead(30), None, false, shared), None, "no claim out");
+    assert_eq!(agrees(ahead(30), Some(ahead(20)), true, shared), None);
+    // The poll: after now, up to the poll interval ahead, before the reference's wake-up.
+    assert_eq!(agrees(ahead(10), None, false, shared), POLL);
+    assert_eq!(agrees(ahead(9), Some(ahead(10)), false, shared), POLL);
+    assert_eq!(agrees(ahead(11), None, false, shared), None);
+    assert_eq!(agrees(now, None, false, shared), None);
+    assert_eq!(agrees(ahead(10), Some(ahead(9)), false, shared), None);
+    // An exact store: nothing but the reference's wake-up and a retry time that has come.
+    for (got, claims_out) in [(now, true), (ahead(10), false), (ahead(60), true)] {
+        assert_eq!(agrees(got, None, claims_out, Wakeups::Exact), None);
+    }
 }
 
 impl<S: Store> Session<'_, S> {

@@ -40,26 +40,28 @@
 //! Cases: 1,000 sequences per store, 64 under `TEST_SCALE=small` (the sanitizer and Miri
 //! steps of the gate); `PROPTEST_CASES` overrides both (a longer soak, say).
 
+// The spec's parts: the reference store, the generated operations, and the comparison.
+mod check;
+mod ops;
+mod reference;
+
 #[cfg(feature = "postgres")]
+#[path = "../pg/mod.rs"]
 mod pg;
 #[cfg(feature = "sqlite")]
+#[path = "../scratch/mod.rs"]
 mod scratch;
-
-/// The spec's parts: the reference store, the generated operations, and the comparison.
-mod spec {
-    pub mod check;
-    pub mod ops;
-    pub mod reference;
-}
 
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use lockgate_batch::store::{MemoryStore, Store, Timestamp};
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRunner};
+use proptest::test_runner::{
+    Config, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError, TestRunner,
+};
 
-use spec::check::{Coverage, Flavor, History, Wakeups, check};
-use spec::reference::Rules;
+use check::{Coverage, Flavor, History, Wakeups, check};
+use reference::Rules;
 
 /// Where the first sequence's clock starts (a date in 2023, in microseconds); each later
 /// sequence starts a second after the one before ended, so that a store kept from one
@@ -115,6 +117,12 @@ fn run_spec<S: Store>(
     let config = Config {
         cases,
         source_file: Some(file!()),
+        // Failing sequences are kept beside this file, in `main.proptest-regressions`.
+        // (The default looks for the folder holding a `main.rs` or `lib.rs` and writes to a
+        // `proptest-regressions/` folder beside it, named after this file: `main.txt`.)
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
         // ChaCha, the default, took most of the time in a debug build.
         rng_algorithm: RngAlgorithm::XorShift,
         ..Config::default()
@@ -123,7 +131,7 @@ fn run_spec<S: Store>(
     let clock = Cell::new(START);
     let coverage = RefCell::new(Coverage::default());
     let mut runner = TestRunner::new(config);
-    let outcome = runner.run(&spec::ops::sequence(max_ops), |ops| {
+    let outcome = runner.run(&ops::sequence(max_ops), |ops| {
         let (store, mut history) = kept.take().unwrap_or_else(|| (open(), History::default()));
         let start = clock.get().saturating_add(Duration::from_secs(1));
         let end = runtime
@@ -224,7 +232,10 @@ fn sqlite() {
     };
     run_spec(flavor, MAX_OPS, true, &runtime(), || {
         files.set(files.get() + 1);
-        let path = folder.0.join(format!("spec-{}.db", files.get()));
+        // A file of its own for each store, beside the folder's `jobs.db`.
+        let path = folder
+            .db()
+            .with_file_name(format!("spec-{}.db", files.get()));
         lockgate_batch::store::SqliteStore::open(path).expect("open the database")
     });
 }

@@ -43,7 +43,8 @@ use tokio_postgres::types::ToSql;
 use super::PostgresError;
 use crate::error::{InvalidJob, SubmitError};
 use crate::hooks::TargetOutcome;
-use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
+use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetState};
+use crate::store::rows::{JobRow, SUMMARY_COLUMNS, SummaryRow, TARGET_COLUMNS, TargetRow};
 use crate::store::sql::{self, EVICTABLE, HAS_WORK, IDLE, LIVE, ROTATION, SETTLED};
 pub(super) use crate::store::sql::{from_micros as from_sql, to_micros as to_sql};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
@@ -896,46 +897,40 @@ pub(super) async fn status(
     let Some((status, created, updated)) = own_job(tx, id, caller, false).await? else {
         return Ok(None);
     };
-    let rows = query(
-        tx,
-        "SELECT target, state, output, error, hint FROM targets WHERE job = $1 ORDER BY idx",
-        &[&(id.get() as i64)],
-    )
-    .await?;
+    let sql = format!("SELECT {TARGET_COLUMNS} FROM targets WHERE job = $1 ORDER BY idx");
+    let rows = query(tx, &sql, &[&(id.get() as i64)]).await?;
     let mut targets = Vec::with_capacity(rows.len());
     for row in rows {
-        let target: String = row.get(0);
-        let state: String = row.get(1);
-        let output: Option<String> = row.get(2);
-        let error: Option<String> = row.get(3);
-        let hint: Option<String> = row.get(4);
-        let state = TargetState::from_columns(&state, output, error, hint)
-            .ok_or_else(|| PostgresError::InvalidRow(format!("target state {state:?}")))?;
-        targets.push(TargetEntry {
-            target_json: target,
-            state,
-        });
+        let row = TargetRow {
+            target: row.get(0),
+            state: row.get(1),
+            output: row.get(2),
+            error: row.get(3),
+            hint: row.get(4),
+        };
+        targets.push(row.entry().map_err(PostgresError::InvalidRow)?);
     }
-    Ok(Some(Job {
-        id,
-        status: parse_status(&status)?,
-        created: from_sql(created).to_system_time(),
-        updated: from_sql(updated).to_system_time(),
-        targets,
-    }))
+    let job = JobRow {
+        status,
+        created,
+        updated,
+    };
+    Ok(Some(
+        job.job(id, targets).map_err(PostgresError::InvalidRow)?,
+    ))
 }
 
-/// The columns a [`JobSummary`] is read from, in [`to_summary`]'s order.
-const SUMMARY_COLUMNS: &str = "id, status, created, updated, total, done, failed";
-
 fn to_summary(row: &Row) -> Result<JobSummary> {
-    Ok(JobSummary::new(
-        JobId::new(row.get::<_, i64>(0) as u64),
-        parse_status(row.get(1))?,
-        counts(row.get(4), row.get(5), row.get(6)),
-        from_sql(row.get(2)).to_system_time(),
-        from_sql(row.get(3)).to_system_time(),
-    ))
+    let row = SummaryRow {
+        id: row.get(0),
+        status: row.get(1),
+        created: row.get(2),
+        updated: row.get(3),
+        total: row.get(4),
+        done: row.get(5),
+        failed: row.get(6),
+    };
+    row.summary().map_err(PostgresError::InvalidRow)
 }
 
 pub(super) async fn summary(

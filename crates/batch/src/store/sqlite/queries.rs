@@ -20,13 +20,14 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteError;
 use crate::error::{InvalidJob, SubmitError};
 use crate::hooks::TargetOutcome;
-use crate::job::{Caller, Job, JobId, JobStatus, TargetEntry, TargetState};
+use crate::job::{Caller, Job, JobId, JobStatus, TargetState};
 use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
 use crate::summary::{JobSummary, Progress};
 use crate::time::Timestamp;
 
 type Result<T> = std::result::Result<T, SqliteError>;
 
+use crate::store::rows::{JobRow, SUMMARY_COLUMNS, SummaryRow, TARGET_COLUMNS, TargetRow};
 use crate::store::sql::{self, EVICTABLE, HAS_WORK, IDLE, LIVE, ROTATION, counts};
 use crate::store::sql::{from_micros as from_sql, to_micros as to_sql};
 
@@ -400,78 +401,56 @@ pub(super) fn next_wakeup(tx: &Connection) -> Result<Option<Timestamp>> {
     Ok(at.map(from_sql))
 }
 
-/// The job's row if it belongs to `caller`: (status, created, updated).
-fn own_job(tx: &Connection, id: JobId, caller: &Caller) -> Result<Option<(String, i64, i64)>> {
+/// The job's row if it belongs to `caller`.
+fn own_job(tx: &Connection, id: JobId, caller: &Caller) -> Result<Option<JobRow>> {
     Ok(tx
         .prepare_cached("SELECT status, created, updated FROM jobs WHERE id = ?1 AND caller = ?2")?
         .query_row(params![id.get() as i64, caller.as_str()], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            Ok(JobRow {
+                status: row.get(0)?,
+                created: row.get(1)?,
+                updated: row.get(2)?,
+            })
         })
         .optional()?)
 }
 
 pub(super) fn status(tx: &Connection, id: JobId, caller: &Caller) -> Result<Option<Job>> {
-    let Some((status, created, updated)) = own_job(tx, id, caller)? else {
+    let Some(job) = own_job(tx, id, caller)? else {
         return Ok(None);
     };
-    let mut stmt = tx.prepare_cached(
-        "SELECT target, state, output, error, hint FROM targets WHERE job = ?1 ORDER BY idx",
-    )?;
+    let sql = format!("SELECT {TARGET_COLUMNS} FROM targets WHERE job = ?1 ORDER BY idx");
+    let mut stmt = tx.prepare_cached(&sql)?;
     let rows = stmt.query_map([id.get() as i64], |row| {
-        Ok((
-            row.get::<_, String>(0)?,
-            row.get::<_, String>(1)?,
-            row.get::<_, Option<String>>(2)?,
-            row.get::<_, Option<String>>(3)?,
-            row.get::<_, Option<String>>(4)?,
-        ))
+        Ok(TargetRow {
+            target: row.get(0)?,
+            state: row.get(1)?,
+            output: row.get(2)?,
+            error: row.get(3)?,
+            hint: row.get(4)?,
+        })
     })?;
     let mut targets = Vec::new();
     for row in rows {
-        let (target, state, output, error, hint) = row?;
-        let state = TargetState::from_columns(&state, output, error, hint)
-            .ok_or_else(|| SqliteError::InvalidRow(format!("target state {state:?}")))?;
-        targets.push(TargetEntry {
-            target_json: target,
-            state,
-        });
+        targets.push(row?.entry().map_err(SqliteError::InvalidRow)?);
     }
-    Ok(Some(Job {
-        id,
-        status: parse_status(&status)?,
-        created: from_sql(created).to_system_time(),
-        updated: from_sql(updated).to_system_time(),
-        targets,
-    }))
+    Ok(Some(job.job(id, targets).map_err(SqliteError::InvalidRow)?))
 }
 
-/// The columns a [`JobSummary`] is read from, in [`summary_row`]'s order.
-const SUMMARY_COLUMNS: &str = "id, status, created, updated, total, done, failed";
-
-fn summary_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, [i64; 5])> {
-    Ok((
-        row.get(0)?,
-        row.get(1)?,
-        [
-            row.get(2)?,
-            row.get(3)?,
-            row.get(4)?,
-            row.get(5)?,
-            row.get(6)?,
-        ],
-    ))
+fn summary_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
+    Ok(SummaryRow {
+        id: row.get(0)?,
+        status: row.get(1)?,
+        created: row.get(2)?,
+        updated: row.get(3)?,
+        total: row.get(4)?,
+        done: row.get(5)?,
+        failed: row.get(6)?,
+    })
 }
 
-fn to_summary(
-    (id, status, [created, updated, total, done, failed]): (i64, String, [i64; 5]),
-) -> Result<JobSummary> {
-    Ok(JobSummary::new(
-        JobId::new(id as u64),
-        parse_status(&status)?,
-        counts(total, done, failed),
-        from_sql(created).to_system_time(),
-        from_sql(updated).to_system_time(),
-    ))
+fn to_summary(row: SummaryRow) -> Result<JobSummary> {
+    row.summary().map_err(SqliteError::InvalidRow)
 }
 
 pub(super) fn summary(tx: &Connection, id: JobId, caller: &Caller) -> Result<Option<JobSummary>> {
@@ -518,7 +497,10 @@ pub(super) fn cancel(
     caller: &Caller,
     now: Timestamp,
 ) -> Result<CancelOutcome> {
-    let Some((status, created, _)) = own_job(tx, id, caller)? else {
+    let Some(JobRow {
+        status, created, ..
+    }) = own_job(tx, id, caller)?
+    else {
         return Ok(CancelOutcome::NotFound);
     };
     if !parse_status(&status)?.is_live() {

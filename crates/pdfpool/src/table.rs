@@ -1,7 +1,7 @@
 //! The admission table: which jobs run, which wait in the queue, who waits for each job, and
 //! which caller owns which job. Runtime-free: no clock, no task, no waker lives here.
 //!
-//! <!-- stamp: crates/pdfpool/src/table.rs d8f9d8c7bf3d8de6 -->
+//! <!-- stamp: crates/pdfpool/src/table.rs 9aa57c9567540ee8 -->
 //!
 //! # States of a job
 //!
@@ -209,7 +209,7 @@ struct State<K, C, D, W, L> {
     next_serial: u64,
     jobs: Slab<Job<K, C, D, W, L>>,
     /// Finds a live job by key and by owner.
-    index: Index<K, C>,
+    index: Index<K, C, JobId>,
     queue: VecDeque<JobId>,
 }
 
@@ -266,7 +266,7 @@ where
     ) -> Admission<D> {
         let mut guard = self.state.lock();
         let state = &mut *guard;
-        let admission = match state.index.find(&state.jobs, &key, &caller) {
+        let admission = match state.index.find(state.live(), &key, &caller) {
             // Rule 1: join the job in flight for this key.
             Found::Key(job_id) => {
                 let job = state.job_mut(job_id);
@@ -338,7 +338,7 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let mut state = self.state.lock();
-        let Some(job_id) = state.index.by_key(&state.jobs, key) else {
+        let Some(job_id) = state.index.by_key(state.live(), key) else {
             return Err(mailbox);
         };
         let job = state.job_mut(job_id);
@@ -460,7 +460,7 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let state = self.state.lock();
-        state.index.by_key(&state.jobs, key).map_or(0, |job_id| {
+        state.index.by_key(state.live(), key).map_or(0, |job_id| {
             let job = state.job(job_id);
             job.waiters.len() - usize::from(job.starter_waits)
         })
@@ -475,7 +475,7 @@ where
     #[cfg(all(test, not(loom)))]
     pub(crate) fn is_caller_busy(&self, caller: &C) -> bool {
         let state = self.state.lock();
-        state.index.by_owner(&state.jobs, caller).is_some()
+        state.index.by_owner(state.live(), caller).is_some()
     }
 
     /// Whether the table holds nothing at all (no job, key, caller or queue entry; `check`
@@ -492,6 +492,17 @@ where
     K: Hash + Eq + Clone,
     C: Hash + Eq + Clone,
 {
+    /// Every live job as the index sees it: its id, key and owner.
+    fn live(&self) -> impl Iterator<Item = (JobId, &K, &C)> {
+        self.jobs.iter_indexed().map(|(index, job)| {
+            let job_id = JobId {
+                index,
+                serial: job.serial,
+            };
+            (job_id, &job.key, &job.owner)
+        })
+    }
+
     /// The live job `job_id`, if its slot still holds that very job.
     fn live_job_mut(&mut self, job_id: JobId) -> Option<&mut Job<K, C, D, W, L>> {
         self.jobs
@@ -571,12 +582,15 @@ where
             self.queue.is_empty() || self.running == self.slots,
             "invariant 3: a job waits while a slot is free"
         );
-        self.index.check(&self.jobs);
+        self.index.check(self.live());
         for (index, job) in self.jobs.iter_indexed() {
-            let job_id = index::job_id(index, job);
-            let by_key = self.index.by_key(&self.jobs, &job.key);
+            let job_id = JobId {
+                index,
+                serial: job.serial,
+            };
+            let by_key = self.index.by_key(self.live(), &job.key);
             assert_eq!(by_key, Some(job_id), "invariant 4: one job per key");
-            let by_owner = self.index.by_owner(&self.jobs, &job.owner);
+            let by_owner = self.index.by_owner(self.live(), &job.owner);
             assert_eq!(by_owner, Some(job_id), "invariant 5: one job per owner");
             assert!(
                 !job.starter_waits || job.waiters.get(STARTER_SLOT).is_some(),

@@ -309,7 +309,7 @@ fn sqlite(name: &str) -> Option<(lockgate_batch::store::SqliteStore, scratch::Sc
 /// A fresh schema of the gate's server, or a skip.
 #[cfg(feature = "postgres")]
 fn postgres(_: &str) -> Option<(lockgate_batch::store::PostgresStore, ())> {
-    pg::available().then(|| (pg::store(), ()))
+    pg::available().then(|| (pg::open(pg::options()), ()))
 }
 
 store_api!(memory_store, memory);

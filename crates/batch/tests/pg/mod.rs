@@ -1,11 +1,10 @@
-//! A fresh, private PostgreSQL schema per store, in the database the gate started.
+//! A fresh, private PostgreSQL schema per store, in the database the gate started: shared by
+//! every test binary that reaches PostgreSQL.
 //!
 //! `cargo xtask gate` starts a throwaway cluster and exports its URL as
 //! `BATCH_TEST_POSTGRES_URL`. Without it, every PostgreSQL test prints why it skipped and
-//! returns. Each store gets its own schema (`t_<pid>_<start time>_<n>`), so tests run in parallel, in
-//! separate processes, without seeing each other's jobs.
-
-#![allow(dead_code)]
+//! returns. Each store gets its own schema (`t_<pid>_<start time>_<n>`), so tests run in
+//! parallel, in one process or in several, without seeing each other's jobs.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -30,18 +29,6 @@ pub fn available() -> bool {
         );
     }
     found
-}
-
-/// Whether a test may open sockets: not under ThreadSanitizer, which reports a known false
-/// positive in tokio's I/O driver (tokio issue #7299; docs/gate.md). The tests that need the
-/// server skip there anyway (the sanitizer run gets no URL); this covers those that talk to a
-/// local listener of their own.
-pub fn sockets_allowed() -> bool {
-    let tsan = std::env::var_os("TSAN_OPTIONS").is_some();
-    if tsan {
-        println!("SKIPPED: postgres: socket I/O under ThreadSanitizer (tokio issue #7299)");
-    }
-    !tsan
 }
 
 /// A schema name no other store in any test process uses: the process id alone repeats
@@ -94,86 +81,4 @@ pub fn open(options: PostgresOptions) -> PostgresStore {
     })
     .expect("migrate the test schema");
     options.open_lazy(&url).expect("open the test store")
-}
-
-/// A store over a fresh schema with the test options.
-pub fn store() -> PostgresStore {
-    open(options())
-}
-
-/// Each call one atomic step in the test's virtual time: the wrapper every store answering
-/// from elsewhere shares (`tests/suite/frozen.rs`). Its `changed` never resolves, so
-/// `LISTEN/NOTIFY` is tested on a real clock with the store itself.
-// A test binary with both `pg` and `suite` compiles the file twice, as two unrelated types;
-// each is used only through its own module, so the copies never meet.
-#[allow(clippy::duplicate_mod)]
-#[path = "../suite/frozen.rs"]
-mod frozen;
-pub use frozen::Frozen;
-
-/// A frozen store over a fresh schema with the test options.
-pub fn frozen() -> Frozen<PostgresStore> {
-    Frozen::new(store())
-}
-
-/// `TEST_SCALE=small` (TSan, Miri) shrinks loops.
-pub fn small() -> bool {
-    std::env::var("TEST_SCALE").is_ok_and(|v| v == "small")
-}
-
-/// A generous bound for a shared 2-core machine; reaching it means a lost wake-up or target.
-pub const PATIENCE: Duration = Duration::from_secs(120);
-
-/// Hooks that send every job's terminal status to the test.
-pub struct EndedJobs(pub tokio::sync::mpsc::UnboundedSender<lockgate_batch::JobStatus>);
-
-impl lockgate_batch::hooks::Hooks for EndedJobs {
-    fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
-        let status = event.status;
-        let _ = self.0.send(status);
-    }
-}
-
-/// The variable naming the PEM file of the CA that signed the test cluster's certificate.
-pub const CA_VAR: &str = "BATCH_TEST_POSTGRES_CA";
-
-/// The test cluster's CA certificate (PEM), if the cluster speaks TLS; prints why not.
-pub fn ca() -> Option<Vec<u8>> {
-    let Some(path) = std::env::var_os(CA_VAR).filter(|path| !path.is_empty()) else {
-        println!(
-            "SKIPPED: postgres TLS: {CA_VAR} is not set; `cargo xtask gate` sets it when \
-             `openssl` could make the test cluster a certificate"
-        );
-        return None;
-    };
-    Some(std::fs::read(&path).unwrap_or_else(|err| panic!("read {path:?}: {err}")))
-}
-
-/// A CA certificate that signed nothing the test cluster presents.
-pub const UNRELATED_CA: &[u8] = include_bytes!("unrelated-ca.pem");
-
-/// The variable holding the durable cluster's URL (`fsync` and `synchronous_commit` on).
-pub const DURABLE_URL_VAR: &str = "BATCH_TEST_POSTGRES_DURABLE_URL";
-/// The variable naming a program that restarts the durable cluster with `-m immediate`.
-pub const DURABLE_RESTART_VAR: &str = "BATCH_TEST_POSTGRES_DURABLE_RESTART";
-
-/// The durable cluster's URL, if the gate started one; prints why not.
-pub fn durable_url() -> Option<String> {
-    let url = std::env::var(DURABLE_URL_VAR)
-        .ok()
-        .filter(|url| !url.is_empty());
-    if url.is_none() {
-        println!(
-            "SKIPPED: postgres durable: {DURABLE_URL_VAR} is not set; `cargo xtask gate` sets \
-             it when the PostgreSQL server binaries are installed"
-        );
-    }
-    url
-}
-
-/// The program that restarts the durable cluster with `-m immediate` (the gate writes it).
-pub fn durable_restart() -> Option<String> {
-    std::env::var(DURABLE_RESTART_VAR)
-        .ok()
-        .filter(|path| !path.is_empty())
 }

@@ -371,12 +371,21 @@ macro_rules! model_suite {
         $crate::model_suite!(guarded $guard, cases 128, $make);
     };
     // `$cases` cases (16 under `TEST_SCALE=small`): fewer for a store whose calls go over the
-    // network.
+    // network. Failing cases are kept beside the file that instantiates the suite, in
+    // `<file>.proptest-regressions` (proptest's default would look for the folder holding the
+    // binary's `main.rs` and write `proptest-regressions/<file>.txt` beside that folder).
     (guarded $guard:expr, cases $cases:expr, $make:expr) => {
         proptest::proptest! {
-            #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
-                if suite::harness::small() { 16.min($cases) } else { $cases }
-            ))]
+            #![proptest_config(proptest::prelude::ProptestConfig {
+                failure_persistence: Some(Box::new(
+                    proptest::test_runner::FileFailurePersistence::WithSource(
+                        "proptest-regressions",
+                    ),
+                )),
+                ..proptest::prelude::ProptestConfig::with_cases(
+                    if suite::harness::small() { 16.min($cases) } else { $cases },
+                )
+            })]
             #[test]
             fn model_one_worker_exact_order(case in suite::model::case(1, true)) {
                 if !($guard)() {

@@ -2,13 +2,13 @@
 //! start together), a newer version refused with a typed error and left untouched, bad
 //! settings refused before connecting; a version 1 schema migrated with its counts intact.
 
-mod pg;
-
 use std::time::Duration;
 
 use lockgate_batch::store::{NewJob, PostgresError, PostgresStore};
 use lockgate_batch::store::{Store, Timestamp};
 use lockgate_batch::{Caller, Counts, JobStatus, TargetState};
+
+use crate::pg;
 
 /// The schema version this release writes.
 const LATEST: i32 = 5;

@@ -6,8 +6,6 @@
 //! It fetches one target per line the parent writes to its stdin, so the parent decides
 //! exactly where the kill lands.
 
-mod pg;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,6 +17,8 @@ use lockgate_batch::store::Store;
 use lockgate_batch::{
     Caller, Config, FetchContext, FetchError, JobId, JobStatus, Runner, TargetState,
 };
+
+use crate::pg;
 
 const SCHEMA_ENV: &str = "BATCH_CRASH_TEST_SCHEMA";
 const TARGETS: u64 = 20;
@@ -90,7 +90,11 @@ fn run_child_and_kill(schema: &str) -> JobId {
         .args([
             "--ignored",
             "--exact",
-            "child_runs_until_killed",
+            // The test's name in this binary: its path without the crate's name.
+            concat!(module_path!(), "::child_runs_until_killed")
+                .split_once("::")
+                .unwrap()
+                .1,
             "--nocapture",
         ])
         .env(SCHEMA_ENV, schema)

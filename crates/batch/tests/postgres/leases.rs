@@ -1,8 +1,6 @@
 //! Leases and fencing on the PostgreSQL store: two replicas (two stores over one schema, each
 //! with its own pool), one of which stalls past its lease without heartbeats.
 
-mod pg;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
@@ -11,6 +9,8 @@ use lockgate_batch::hooks::Hooks;
 use lockgate_batch::store::{Completion, NewJob, PostgresStore};
 use lockgate_batch::store::{Store, Timestamp};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, TargetState};
+
+use crate::pg;
 
 /// Two stores over one fresh schema, as two replicas would open it.
 fn replicas() -> (PostgresStore, PostgresStore) {

@@ -2,8 +2,6 @@
 //! three runners draining twenty jobs together under the one-runner rules, and the events one
 //! store hears of changes made through another.
 
-mod pg;
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,6 +17,9 @@ use lockgate_batch::{
     StoreError, SubmitError, TargetOutcome, TargetState,
 };
 use tokio::sync::{Notify, broadcast};
+
+use crate::pg;
+use crate::suite::harness::small;
 
 /// Generous bounds for a shared 2-core machine; reaching one means a lost wake-up or target.
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -213,7 +214,7 @@ async fn three_runners_share_twenty_jobs_fairly_and_store_each_target_once() {
     if !pg::available() {
         return;
     }
-    let (jobs, per_job) = if pg::small() { (6, 10) } else { (20, 50) };
+    let (jobs, per_job) = if small() { (6, 10) } else { (20, 50) };
     let options = pg::options().lease_ttl(Duration::from_secs(30));
     let log: Arc<Mutex<Vec<Event>>> = Arc::default();
     let fetched: Arc<Mutex<Vec<Fetched>>> = Arc::default();

@@ -9,8 +9,6 @@
 //! On the fast cluster (`synchronous_commit = off`) an immediate restart may drop commits the
 //! server already acknowledged, so this test needs the durable one and skips without it.
 
-mod pg;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +17,8 @@ use lockgate_batch::hooks::Hooks;
 use lockgate_batch::store::PostgresStore;
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 use tokio::sync::{Notify, Semaphore, mpsc};
+
+use crate::{PATIENCE, durable_restart, durable_url, pg};
 
 const TARGETS: u32 = 20;
 /// Targets acknowledged before the crash; the next one is in flight when it lands.
@@ -80,8 +80,8 @@ async fn stored_targets(url: &str, schema: &str) -> Vec<(i32, u32)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_immediate_restart_loses_no_acknowledged_target_and_stores_each_once() {
-    let Some(url) = pg::durable_url() else { return };
-    let restart = pg::durable_restart().expect("the gate sets the restart program with the URL");
+    let Some(url) = durable_url() else { return };
+    let restart = durable_restart().expect("the gate sets the restart program with the URL");
     let schema = pg::fresh_schema();
     let store = PostgresStore::options()
         .schema(schema.as_str())
@@ -145,7 +145,7 @@ async fn an_immediate_restart_loses_no_acknowledged_target_and_stores_each_once(
     // committed without waiting for the disk and may be lost with it: then its target is
     // fetched once more (one permit more than targets left).
     go.add_permits((TARGETS - STORED_BEFORE_CRASH) as usize + 1);
-    let status = tokio::time::timeout(pg::PATIENCE, ended.recv()).await;
+    let status = tokio::time::timeout(PATIENCE, ended.recv()).await;
     assert_eq!(status.expect("the job ends"), Some(JobStatus::Done));
     let job = runner.status(&caller, id).await.unwrap();
     runner.close().await;

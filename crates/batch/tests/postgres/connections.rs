@@ -2,26 +2,24 @@
 //! one over a `deadpool_postgres::Pool` the application built (whose connections know nothing
 //! of the store's schema), each running a job through a runner.
 
-mod pg;
-
 use std::sync::Arc;
 
 use lockgate_batch::store::{PostgresStore, Store, StoreEvent};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+
+use crate::{EndedJobs, PATIENCE, pg};
 
 /// Runs one job of three targets through a runner over `store`; returns the outputs.
 async fn run_a_job(store: impl Store) -> Vec<u32> {
     let (ended_tx, mut ended) = tokio::sync::mpsc::unbounded_channel();
     let config = Config::default()
         .workers(2)
-        .hooks(Arc::new(pg::EndedJobs(ended_tx)));
+        .hooks(Arc::new(EndedJobs(ended_tx)));
     let fetch = |_ctx: FetchContext, n: u32| async move { Ok::<u32, FetchError>(n + 100) };
     let runner = Runner::new(config, store, fetch).await.unwrap();
     let caller = Caller::new("own-connections");
     let id = runner.submit(&caller, &[1, 2, 3]).await.unwrap();
-    let status = tokio::time::timeout(pg::PATIENCE, ended.recv())
-        .await
-        .unwrap();
+    let status = tokio::time::timeout(PATIENCE, ended.recv()).await.unwrap();
     assert_eq!(status, Some(JobStatus::Done));
     let job = runner.status(&caller, id).await.unwrap();
     runner.close().await;
@@ -67,7 +65,7 @@ async fn a_store_over_the_applications_pool_runs_a_job_in_its_schema() {
     // pool too (each in a transaction that sets the schema first).
     let other = pg::open(pg::options().schema(schema.as_str()));
     let mut events = other.events().expect("a shared store has events");
-    let first = tokio::time::timeout(pg::PATIENCE, events.recv()).await;
+    let first = tokio::time::timeout(PATIENCE, events.recv()).await;
     assert_eq!(first.unwrap().unwrap(), StoreEvent::Missed, "listening");
     assert_eq!(run_a_job(store).await, [101, 102, 103]);
     let ended = async {
@@ -79,7 +77,7 @@ async fn a_store_over_the_applications_pool_runs_a_job_in_its_schema() {
             }
         }
     };
-    let done = tokio::time::timeout(pg::PATIENCE, ended).await;
+    let done = tokio::time::timeout(PATIENCE, ended).await;
     assert_eq!(
         done.unwrap(),
         3,

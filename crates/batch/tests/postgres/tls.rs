@@ -2,12 +2,30 @@
 //! certificate a throwaway CA signed; the server's certificate verified against the roots
 //! given, and a handshake the client refuses is `PostgresError::Tls`, not a retry.
 
-mod pg;
-
 use std::sync::Arc;
 
 use lockgate_batch::store::{PostgresError, PostgresStore};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+
+use crate::{EndedJobs, PATIENCE, durable_url, pg};
+
+/// The variable naming the PEM file of the CA that signed the test cluster's certificate.
+pub const CA_VAR: &str = "BATCH_TEST_POSTGRES_CA";
+
+/// The test cluster's CA certificate (PEM), if the cluster speaks TLS; prints why not.
+pub fn ca() -> Option<Vec<u8>> {
+    let Some(path) = std::env::var_os(CA_VAR).filter(|path| !path.is_empty()) else {
+        println!(
+            "SKIPPED: postgres TLS: {CA_VAR} is not set; `cargo xtask gate` sets it when \
+             `openssl` could make the test cluster a certificate"
+        );
+        return None;
+    };
+    Some(std::fs::read(&path).unwrap_or_else(|err| panic!("read {path:?}: {err}")))
+}
+
+/// A CA certificate that signed nothing the test cluster presents.
+pub const UNRELATED_CA: &[u8] = include_bytes!("unrelated-ca.pem");
 
 fn require_tls(url: &str) -> String {
     format!("{url}?sslmode=require")
@@ -18,7 +36,7 @@ async fn sslmode_require_runs_a_job_over_verified_tls() {
     if !pg::available() {
         return;
     }
-    let Some(ca) = pg::ca() else { return };
+    let Some(ca) = ca() else { return };
     let url = pg::url().unwrap();
     let schema = pg::fresh_schema();
     let store = PostgresStore::options()
@@ -30,14 +48,12 @@ async fn sslmode_require_runs_a_job_over_verified_tls() {
     let (ended_tx, mut ended) = tokio::sync::mpsc::unbounded_channel();
     let config = Config::default()
         .workers(2)
-        .hooks(Arc::new(pg::EndedJobs(ended_tx)));
+        .hooks(Arc::new(EndedJobs(ended_tx)));
     let fetch = |_ctx: FetchContext, n: u32| async move { Ok::<u32, FetchError>(n * 10) };
     let runner = Runner::new(config, store, fetch).await.unwrap();
     let caller = Caller::new("tls");
     let id = runner.submit(&caller, &[1, 2, 3, 4]).await.unwrap();
-    let status = tokio::time::timeout(pg::PATIENCE, ended.recv())
-        .await
-        .unwrap();
+    let status = tokio::time::timeout(PATIENCE, ended.recv()).await.unwrap();
     assert_eq!(status, Some(JobStatus::Done));
     let job = runner.status(&caller, id).await.unwrap();
     let outputs: Vec<u32> = job
@@ -72,14 +88,14 @@ async fn a_certificate_from_another_ca_is_refused_as_tls() {
     if !pg::available() {
         return;
     }
-    if pg::ca().is_none() {
+    if ca().is_none() {
         return;
     }
     let url = require_tls(&pg::url().unwrap());
     let schema = pg::fresh_schema();
     let refused = PostgresStore::options()
         .schema(schema.as_str())
-        .tls_roots_pem(pg::UNRELATED_CA)
+        .tls_roots_pem(UNRELATED_CA)
         .connect(&url)
         .await;
     match refused {
@@ -91,10 +107,10 @@ async fn a_certificate_from_another_ca_is_refused_as_tls() {
 #[tokio::test]
 async fn a_server_without_tls_is_refused_under_sslmode_require() {
     // The durable cluster runs without TLS.
-    let Some(url) = pg::durable_url() else { return };
+    let Some(url) = durable_url() else { return };
     let refused = PostgresStore::options()
         .schema(pg::fresh_schema())
-        .tls_roots_pem(pg::UNRELATED_CA)
+        .tls_roots_pem(UNRELATED_CA)
         .connect(&require_tls(&url))
         .await;
     assert!(matches!(refused, Err(PostgresError::Tls(_))), "{refused:?}");

@@ -7,6 +7,7 @@
 #[cfg(feature = "tower")]
 mod admission;
 mod error;
+mod fast;
 /// The admission gate alone, for its loom models: the loom step builds without features, and
 /// the layer around the gate needs feature `tower`.
 #[cfg(all(test, loom, not(feature = "tower")))]

@@ -10,12 +10,13 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::error::{BusyCause, Error};
+use crate::fast::Fast;
 use crate::hooks::Hooks;
 use crate::job;
 use crate::shared::{Mailbox, Shared};
 use crate::sync::Arc;
-use crate::table::{Admission, NewWaiter, Refusal};
-use crate::wait::{Waiter, deliver};
+use crate::table::{Admission, Refusal};
+use crate::wait::{self, Waiter, deliver};
 
 /// An admission pool for expensive jobs: `slots` jobs run at once, at most `queue` jobs wait
 /// (first come, first served, each at most `wait`), identical requests share one job, and a
@@ -172,9 +173,9 @@ where
         let admission = shared.table.admit(
             key,
             caller,
-            |new_waiter| match new_waiter {
-                NewWaiter::StartsNow => Mailbox::Task,
-                NewWaiter::Waits => {
+            |new_waiter| match wait::task_mailbox(new_waiter) {
+                Fast::Done(mailbox) => mailbox,
+                Fast::FallBack => {
                     let (mailbox, outcome) = oneshot::channel();
                     receiver = Some(outcome);
                     Mailbox::Channel(mailbox)
@@ -201,7 +202,7 @@ where
                 let job = job.take().expect("a started job's closure was not queued");
                 let span = span.take().expect("a started job's span was not queued");
                 let task = job::spawn(Arc::clone(&self.shared), job_id, job, span);
-                return waiter.wait_for_task(task).await;
+                return waiter.wait_started(receiver, task).await;
             }
             Admission::Queued { waiter, deadline } => {
                 let waiter = Waiter::new(shared, waiter);

@@ -4,14 +4,15 @@
 //! in the table. The outcome reaches every waiter by one `send` per mailbox, done after the
 //! table's lock is released, so waking every sharer takes one lock acquisition, not one per
 //! sharer.
-//! The one exception is the request that starts a job at once: its mailbox is a placeholder
-//! ([`Mailbox::Task`]), `deliver` hands the outcome back to the job's task, and the request
-//! awaits the task's `JoinHandle`, as a plain `tokio::spawn` would (no channel to allocate,
-//! send and free for the most common request).
+//! The one exception is a fast entry (the seam is `fast.rs`): the request that starts a job at
+//! once gets a placeholder mailbox ([`Mailbox::Task`], from [`task_mailbox`]), `deliver`
+//! hands the outcome back to the job's task, and the request awaits the task's `JoinHandle`,
+//! as a plain `tokio::spawn` would (no channel to allocate, send and free for the most common
+//! request). In the reference build it gets a channel like every other waiter.
 //!
 //! # Cancel safety
 //!
-//! The awaits that can be cancelled are all in `Waiter::wait` and `Waiter::wait_for_task`: the
+//! The awaits that can be cancelled are all in `Waiter::wait` and `Waiter::wait_started`: the
 //! `select!` over the mailbox and the deadline `Sleep`, the final mailbox await, and the
 //! `JoinHandle` await (dropping a `JoinHandle` detaches the task; it does not cancel the job).
 //! Admission itself happens synchronously in the first poll, and each `run` arm wraps its
@@ -37,9 +38,33 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::error::{BusyCause, Error};
+use crate::fast::{Fast, REFERENCE};
 use crate::shared::{Mailbox, Outcome, Shared};
 use crate::slab::Slab;
-use crate::table::WaiterId;
+use crate::table::{NewWaiter, WaiterId};
+
+/// Fast entry: the mailbox of a request that starts its job at once is [`Mailbox::Task`], no
+/// channel; [`Waiter::wait_started`] then awaits the job's task. Falls back (the caller makes
+/// a channel, as for every other waiter) for any other request, and always in the reference
+/// build.
+///
+/// Equivalent to a channel: the table never looks inside a mailbox, so admission, `leave`,
+/// `waiting` and every count are the same; only the outcome's way after the lock differs.
+/// [`deliver`] hands a `Task` mailbox's outcome back to the finisher instead of sending it,
+/// the finisher returns it as the task's output, and the starter reads it from the
+/// `JoinHandle`: the same value a channel would carry. Where a channel would be dropped
+/// unsent, the task has no output either: a task dropped by its runtime (its finisher
+/// delivers `Closed`, and the `JoinHandle` says cancelled) and a job that could not be spawned
+/// both read as `Closed`. Dropping the starter's future drops the `JoinHandle`, which detaches
+/// the task without cancelling it, as dropping a receiver leaves the job running. The one
+/// difference is a panic in the task's own bookkeeping (a bug; the job's panics are caught
+/// inside): the `JoinHandle` reports it as `Panicked`, a channel would read `Closed`.
+pub(crate) fn task_mailbox<V>(new_waiter: NewWaiter) -> Fast<Mailbox<V>> {
+    if REFERENCE || new_waiter != NewWaiter::StartsNow {
+        return Fast::FallBack;
+    }
+    Fast::Done(Mailbox::Task)
+}
 
 /// Sends `outcome` to every channel mailbox and hands it back if the job's starter awaits the
 /// task ([`Mailbox::Task`]), to be the task's output. Clones go to every channel but the last,
@@ -150,15 +175,29 @@ where
         self.received(received)
     }
 
-    /// The mailbox was sent to or dropped: either way the table let go of it (invariant 8).
+    /// Waits for the outcome of the job this request started at once (its `task`, `None` if
+    /// no runtime could spawn it): from the task itself if [`task_mailbox`] gave the request
+    /// no channel (`outcome` is `None`), else from its channel like any waiter (the task's
+    /// output, `None` then, goes unread).
+    pub(crate) async fn wait_started(
+        self,
+        outcome: Option<oneshot::Receiver<Outcome<V>>>,
+        task: Option<JoinHandle<Option<Outcome<V>>>>,
+    ) -> Outcome<V> {
+        match outcome {
+            None => self.wait_for_task(task).await,
+            Some(outcome) => {
+                drop(task);
+                self.wait(outcome, None).await
+            }
+        }
+    }
+
     /// Awaits the task of a job this request started at once: the task's output is the
     /// outcome [`deliver`] handed back for this waiter's [`Mailbox::Task`]. `None` (no
     /// runtime to spawn on: the job was torn down at once) and a task that ended without an
     /// output (its runtime shut down) mean `Closed`, as a dropped channel does.
-    pub(crate) async fn wait_for_task(
-        mut self,
-        task: Option<JoinHandle<Option<Outcome<V>>>>,
-    ) -> Outcome<V> {
+    async fn wait_for_task(mut self, task: Option<JoinHandle<Option<Outcome<V>>>>) -> Outcome<V> {
         let output = match task {
             Some(task) => task.await,
             None => Ok(None),
@@ -175,6 +214,7 @@ where
         }
     }
 
+    /// The mailbox was sent to or dropped: either way the table let go of it (invariant 8).
     fn received(&mut self, received: Result<Outcome<V>, oneshot::error::RecvError>) -> Outcome<V> {
         self.registered = false;
         // A mailbox dropped unsent means its job was torn down without an outcome.

@@ -2,6 +2,8 @@
 //! requests inside the inner service at once, at most `queue_limit` waiting in FIFO order,
 //! each for at most `wait`. The pool's rule 3 alone: no keys, no callers, no sharing.
 //!
+//! <!-- stamp: crates/pdfpool/src/admission/gate.rs f03c36efdaaa1b20 -->
+//!
 //! # States of a request
 //!
 //! ```text
@@ -32,29 +34,37 @@
 //!    request can never overtake a waiting one.
 //! 4. The word's `QUEUED` bit is set exactly when the queue is not empty.
 //!
-//! # The word and the lock
+//! # The lock, the word, and the fast entries
 //!
-//! `inside` and the `QUEUED` bit share one atomic word, so the uncontended request (a slot is
-//! free, nobody waits) enters and leaves with one compare-and-swap each and never takes the
-//! lock, as tower's `ConcurrencyLimit` takes a permit with one atomic operation; the lock's two
-//! round trips per request were what kept a locked gate behind it (docs/benchmarks.md,
-//! `layer_per_request`).
+//! `inside` and the `QUEUED` bit share one atomic word; the lock guards `queue` and
+//! `next_ticket`. The rule lives in the locked paths, [`enter_locked`](Gate::enter_locked)
+//! and [`release_locked`](Gate::release_locked), which read and change the word under the
+//! lock. In front of each sits a fast entry (the seam is `fast.rs`): the uncontended request (a
+//! slot is free, nobody waits) enters and leaves with one compare-and-swap each and never
+//! takes the lock, as tower's `ConcurrencyLimit` takes a permit with one atomic operation; the
+//! lock's two round trips per request were what kept a locked gate behind it
+//! (docs/benchmarks.md, `layer_per_request`). Each fast entry does what its locked path does
+//! in that case, or nothing; the reference build (`--cfg lockgate_reference`) turns both off.
 //!
-//! - Without `QUEUED`, the word changes only by those compare-and-swaps: `+1` while below
-//!   `slots`, `-1` when a slot drops.
-//! - `QUEUED` is set and cleared only under the lock, which guards `queue` and `next_ticket`:
-//!   set by a request that is about to queue, by one compare-and-swap from exactly `slots`
-//!   (so it can only be set while every slot is taken, invariant 3), and cleared by whoever
-//!   empties the queue (a hand-over to the last waiter, or the last waiter leaving), while
-//!   `inside == slots` still.
-//! - While `QUEUED` is set nothing changes `inside`: entering requests see the bit and queue
-//!   (under the lock), and a dropped slot sees it and passes itself to the queue's head under
-//!   the lock (`inside` unchanged), or, if the last waiter left before it got the lock, frees
-//!   itself there (the bit is clear by then and only a lock holder could set it again). So the race that matters, a slot dropping while a request
-//!   decides to queue, is decided by the one word: either the drop's `-1` lands first and the
-//!   request's compare-and-swap from `slots` fails (it takes the freed slot instead), or the
-//!   bit lands first and the drop hands its slot to the queue, after the request is in it
-//!   (the drop waits for the lock the request holds).
+//! - Without `QUEUED`, the word changes only by `+1` while below `slots` (a request goes in)
+//!   and `-1` (a slot frees with nobody waiting): compare-and-swaps by the fast entries, or
+//!   the same steps under the lock.
+//! - `QUEUED` is set and cleared only under the lock: set by a request that is about to
+//!   queue, by one compare-and-swap from exactly `slots` (so it can only be set while every
+//!   slot is taken, invariant 3), and cleared by whoever empties the queue (a hand-over to the
+//!   last waiter, or the last waiter leaving), while `inside == slots` still.
+//! - While `QUEUED` is set nothing changes `inside`, and both fast entries fall back:
+//!   entering requests see the bit and queue (under the lock), and a dropped slot sees it and
+//!   passes itself to the queue's head under the lock (`inside` unchanged), or, if the last
+//!   waiter left before it got the lock, frees itself there (the bit is clear by then and only
+//!   a lock holder could set it again).
+//!
+//! So the race that matters, a slot dropping while a request decides to queue, is decided by
+//! the one word: either the drop's `-1` lands first and the request's compare-and-swap from
+//! `slots` fails (it takes the freed slot instead), or the bit lands first and the drop hands
+//! its slot to the queue, after the request is in it (the drop waits for the lock the request
+//! holds). The loom models (`tests/loom_gate.rs`) race the fast entries against the locked
+//! paths.
 //!
 //! Only bookkeeping runs under the lock (and the allocation of a queued request's mailbox):
 //! handing a slot on (a oneshot send, which wakes the waiter) and dropping a removed mailbox
@@ -69,6 +79,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::error::BusyCause;
+use crate::fast::{Fast, REFERENCE};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 
 /// The shared state of one layer: every service it made, and every clone of those, goes
@@ -163,37 +174,52 @@ impl Gate {
         self.state.lock().queue.len()
     }
 
-    /// Takes a free slot if nobody waits: `true` if it did, `false` if every slot is taken
-    /// or the queue is not empty. One compare-and-swap per try, no lock.
-    fn try_take(&self) -> bool {
-        let mut word = self.word.load(Ordering::Acquire);
-        while word & QUEUED == 0 && word < self.slots {
-            match self.word.compare_exchange_weak(
+    /// Lets a request in, queues it, or refuses it: the fast entry, else the locked path.
+    /// (Associated functions, not methods: loom's `Arc` cannot be a receiver.)
+    pub(crate) fn enter(gate: &Arc<Self>) -> Entry {
+        match Self::enter_fast(gate) {
+            Fast::Done(slot) => Entry::Inside(slot),
+            Fast::FallBack => Self::enter_locked(gate),
+        }
+    }
+
+    /// Fast entry (see `fast.rs`): takes a free slot, without the lock, if nobody waits.
+    ///
+    /// Equivalent to [`enter_locked`](Self::enter_locked), which, finding the word without
+    /// [`QUEUED`] and below `slots`, makes the same `+1` and lets the request in: the lock
+    /// guards only the queue and the bit, the bit clear means the queue is empty
+    /// (invariant 4), so no waiting request is overtaken, and a bit set meanwhile fails the
+    /// compare-and-swap. With the bit set or every slot taken it does nothing.
+    fn enter_fast(gate: &Arc<Self>) -> Fast<Slot> {
+        if REFERENCE {
+            return Fast::FallBack;
+        }
+        let mut word = gate.word.load(Ordering::Acquire);
+        while word & QUEUED == 0 && word < gate.slots {
+            match gate.word.compare_exchange_weak(
                 word,
                 word + 1,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return true,
+                Ok(_) => {
+                    return Fast::Done(Slot {
+                        gate: Arc::clone(gate),
+                    });
+                }
                 Err(now) => word = now,
             }
         }
-        false
+        Fast::FallBack
     }
 
-    /// Lets a request in, queues it, or refuses it. A request that finds a slot free and
-    /// nobody waiting takes no lock.
-    /// (An associated function, not a method: loom's `Arc` cannot be a receiver.)
-    pub(crate) fn enter(gate: &Arc<Self>) -> Entry {
-        if gate.try_take() {
-            return Entry::Inside(Slot {
-                gate: Arc::clone(gate),
-            });
-        }
+    /// The locked path of [`enter`](Self::enter): the rule (a free slot and nobody waiting:
+    /// in; else a queue place: queue; else refuse), under the lock.
+    fn enter_locked(gate: &Arc<Self>) -> Entry {
         let mut state = gate.state.lock();
         // Under the lock `QUEUED` cannot change: either it is set (others wait: queue behind
-        // them), or it is set here from exactly `slots`, or a slot freed meanwhile and is
-        // taken here.
+        // them), or it is set here from exactly `slots`, or a slot is free (freed meanwhile, or
+        // in the reference build simply free) and is taken here.
         let mut word = gate.word.load(Ordering::Acquire);
         while word & QUEUED == 0 {
             let (to, took) = if word < gate.slots {
@@ -236,24 +262,45 @@ impl Gate {
         })
     }
 
-    /// A slot frees: `inside` drops by one, or, while requests wait, it passes to the queue's
-    /// head.
+    /// A slot frees: the fast entry, else the locked path.
     fn release(gate: &Arc<Self>) {
-        let mut word = gate.word.load(Ordering::Acquire);
+        match gate.release_fast() {
+            Fast::Done(()) => {}
+            Fast::FallBack => Self::release_locked(gate),
+        }
+    }
+
+    /// Fast entry (see `fast.rs`): frees a slot, without the lock, if nobody waits.
+    ///
+    /// Equivalent to [`release_locked`](Self::release_locked), which, finding the queue empty
+    /// (so the bit clear, invariant 4), makes the same `-1`: with nobody to hand the slot to,
+    /// freeing it is all the rule asks, and a bit set meanwhile (a request queued: the slot is
+    /// owed to it) fails the compare-and-swap. With the bit set it does nothing.
+    fn release_fast(&self) -> Fast<()> {
+        if REFERENCE {
+            return Fast::FallBack;
+        }
+        let mut word = self.word.load(Ordering::Acquire);
         while word & QUEUED == 0 {
-            match gate.word.compare_exchange_weak(
+            match self.word.compare_exchange_weak(
                 word,
                 word - 1,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return,
+                Ok(_) => return Fast::Done(()),
                 Err(now) => word = now,
             }
         }
+        Fast::FallBack
+    }
+
+    /// The locked path of [`release`](Self::release): the slot passes to the queue's head
+    /// (`inside` unchanged), or, with nobody waiting, frees (`inside` drops by one).
+    fn release_locked(gate: &Arc<Self>) {
         let mut state = gate.state.lock();
         let Some(next) = state.queue.pop_front() else {
-            // The last waiter left between the read above and the lock, and cleared the bit:
+            // Nobody waits (the last waiter may have left since the fast entry saw the bit):
             // the slot simply frees (no one can set the bit while this lock is held).
             gate.word.fetch_sub(1, Ordering::AcqRel);
             state.check(gate);

@@ -15,8 +15,9 @@
 //! `(id, key, owner)` triples, which the scan reads and the maps ignore. So this file imports
 //! nothing from the table, and the proptest drives it with a plain vector.
 //!
-//! The mode is fixed when the table is made, so it never changes under live jobs. Why scan:
-//! docs/pdfpool.md, "Allocation and lookups per request".
+//! The mode is fixed when the table is made, so it never changes under live jobs; the
+//! reference build (`--cfg lockgate_reference`, see `fast.rs`) always takes the maps. Why
+//! scan: docs/pdfpool.md, "Allocation and lookups per request".
 //!
 //! # Invariant
 //!
@@ -28,6 +29,8 @@ use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::hash::Hash;
+
+use crate::fast::REFERENCE;
 
 /// The largest `slots + queue_limit` served by scanning the jobs.
 pub(super) const SCAN_LIMIT: usize = 16;
@@ -67,9 +70,10 @@ where
     C: Hash + Eq + Clone,
     I: Copy + Eq + Debug,
 {
-    /// The index for a table of at most `capacity` live jobs.
+    /// The index for a table of at most `capacity` live jobs: the maps in the reference build
+    /// (`fast.rs`), so that it runs on one representation whatever the size.
     pub(super) fn new(capacity: usize) -> Self {
-        if capacity <= SCAN_LIMIT {
+        if !REFERENCE && capacity <= SCAN_LIMIT {
             Self::Scan
         } else {
             Self::maps()

@@ -1,15 +1,13 @@
 //! Faults of the SQLite store's file: each is a typed error, and nothing stored is lost.
 
-mod scratch;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-use scratch::Scratch;
 
 use lockgate_batch::store::Timestamp;
 use lockgate_batch::store::{NewJob, SqliteError, SqliteStore, Store};
 use lockgate_batch::{Caller, StoreError, SubmitError};
+
+use crate::scratch::Scratch;
 
 fn job(caller: &str, n: usize) -> NewJob {
     NewJob::new(

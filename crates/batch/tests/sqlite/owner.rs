@@ -5,27 +5,32 @@
 //! The other process is this test binary itself, running one of the ignored `child_*` tests;
 //! parent and child talk over the child's stdin and stdout, so no step depends on timing.
 
-mod scratch;
-
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
-use scratch::Scratch;
-
 use lockgate_batch::hooks::Hooks;
 use lockgate_batch::store::{SqliteError, SqliteStore};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
+use crate::scratch::Scratch;
+
 const DB_ENV: &str = "BATCH_OWNER_TEST_DB";
 const TARGETS: u64 = 200;
 
-/// Starts this binary as a child running the ignored test `name` over `db`.
+/// Starts this binary as a child running the ignored test `name` of this module over `db`.
 fn start_child(name: &str, db: &Path) -> (Child, BufReader<ChildStdout>) {
+    // The test's name in this binary: its path without the crate's name.
+    let module = module_path!().split_once("::").unwrap().1;
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", name, "--nocapture"])
+        .args([
+            "--ignored",
+            "--exact",
+            &format!("{module}::{name}"),
+            "--nocapture",
+        ])
         .env(DB_ENV, db)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -87,7 +87,11 @@ fn run_child_and_kill(db: &Path) -> JobId {
         .args([
             "--ignored",
             "--exact",
-            "child_runs_until_killed",
+            // The test's name in this binary: its path without the crate's name.
+            concat!(module_path!(), "::child_runs_until_killed")
+                .split_once("::")
+                .unwrap()
+                .1,
             "--nocapture",
         ])
         .env(DB_ENV, db)

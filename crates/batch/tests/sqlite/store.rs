@@ -1,0 +1,15 @@
+//! The runner suite over the SQLite store, on SQLite's in-memory database, each call frozen in
+//! virtual time (see `Frozen`).
+
+use lockgate_batch::store::SqliteStore;
+use proptest::prelude::Strategy;
+
+use crate::suite;
+use crate::suite::frozen::Frozen;
+
+fn store() -> Frozen<SqliteStore> {
+    Frozen::new(SqliteStore::open_in_memory().expect("in-memory sqlite"))
+}
+
+crate::runner_suite!(store);
+crate::model_suite!(store);

@@ -1,7 +1,7 @@
 //! The admission table: which jobs run, which wait in the queue, who waits for each job, and
 //! which caller owns which job. Runtime-free: no clock, no task, no waker lives here.
 //!
-//! <!-- stamp: crates/pdfpool/src/table.rs 9aa57c9567540ee8 -->
+//! <!-- stamp: crates/pdfpool/src/table.rs 3d945468ac517be1 -->
 //!
 //! # States of a job
 //!
@@ -76,6 +76,15 @@
 //! values from being reached twice: a waiter dropped in that gap finds its [`WaiterId`] no
 //! longer resolves (`leave` hands back nothing), and its outcome goes to a receiver that is
 //! gone.
+//!
+//! # The only home of the pool's rules
+//!
+//! Rules 1 to 3, the wait limit and close are decided here, under the lock, and nowhere else:
+//! no fast entry (`fast.rs`) stands in front of the table, so every request, refusals
+//! included, takes this lock. The one fast entry of the pool, the starter's task mailbox
+//! (`wait.rs`), is a mailbox `W` like any other to the table and changes only how the outcome
+//! travels after the unlock. The index's scan-or-maps switch is a data-structure choice
+//! (`table/index.rs`); the reference build always takes the maps.
 
 mod index;
 

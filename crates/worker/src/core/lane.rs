@@ -22,8 +22,9 @@
 //!   lock.
 //! - `ROOM_WANTED`: a submitter is blocked on a full pool with no notification on its way.
 //!   The finish that leaves [`Lane::room_batch`] places free (or more), or at most one task
-//!   queued, takes the lock to wake it; the finishes before it do not. Set under the lock,
-//!   like the other two.
+//!   queued ([`Lane::room_due`]), takes the lock to wake it; the finishes before it do not,
+//!   and a locked finish would not notify for them either. Set under the lock, like the
+//!   other two.
 //!
 //! # Invariants
 //!
@@ -248,11 +249,8 @@ impl Lane {
             if word & FINISH_FAST == 0 {
                 return Finished::Locked;
             }
-            // The places free once this task is counted finished, and whether the workers
-            // are about to run out of queued tasks (then waiting for a batch would idle them).
-            let room = self.limit - (unfinished(word) - 1);
-            let running_dry = word & QUEUED_MASK <= 1;
-            if word & ROOM_WANTED != 0 && (room >= self.room_batch || running_dry) {
+            // A blocked submitter is owed a notification: the locked finish sends it.
+            if word & ROOM_WANTED != 0 && self.room_due(word) {
                 return Finished::Locked;
             }
             let next = word & QUEUED_MASK > 0;
@@ -272,9 +270,21 @@ impl Lane {
         }
     }
 
-    /// Counts a finished task under the lock (`running -= 1`), whatever the flags.
-    pub(super) fn finish(&self) {
-        self.word.fetch_sub(RUNNING_ONE, Ordering::AcqRel);
+    /// Counts a finished task under the lock (`running -= 1`), whatever the flags. Returns
+    /// whether this finish hands a blocked submitter its room ([`Lane::room_due`]).
+    pub(super) fn finish(&self) -> bool {
+        self.room_due(self.word.fetch_sub(RUNNING_ONE, Ordering::AcqRel))
+    }
+
+    /// Whether the finish of a task, from the word `before` it, wakes a blocked submitter:
+    /// it leaves a batch of room ([`Lane::room_batch`]) or more, or the workers are about to
+    /// run out of queued tasks (at most one queued: waiting for a batch would idle them). The
+    /// one rule for both finishes: the locked one notifies `room` only then, and the
+    /// lock-free one takes the lock exactly then while a submitter waits (`ROOM_WANTED`).
+    fn room_due(&self, before: u64) -> bool {
+        let room = self.limit - (unfinished(before) - 1);
+        let running_dry = before & QUEUED_MASK <= 1;
+        room >= self.room_batch || running_dry
     }
 
     /// Under the lock: sets or clears the three flags. A flag changed so a decision can

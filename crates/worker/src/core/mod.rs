@@ -106,10 +106,11 @@
 //! are written only under it. Condvars, all paired with `state`:
 //! - `work`: idle workers wait here; a submitter that claims one calls `notify_one`, unless
 //!   a spinner or a sleeper notified earlier and not yet awake will take that claim.
-//! - `room`: submitters blocked on a full pool (`blocked`); a finished task notifies one when
-//!   some blocked submitter has no notification on its way (one already notified and not
-//!   yet awake will take that room, so a second notification would only cost a syscall); closing
-//!   notifies all. Before blocking, a submitter may spin (lock released, when [`spin`]
+//! - `room`: submitters blocked on a full pool (`blocked`); a finish that is due to them (a
+//!   batch of room, or the queue about to run dry: `Lane::room_due`) notifies one when some
+//!   blocked submitter has no notification on its way (one already notified and not yet
+//!   awake will take that room, so a second notification would only cost a syscall); a
+//!   blocked submitter also looks by itself every `ROOM_WAIT_MAX`; closing notifies all. Before blocking, a submitter may spin (lock released, when [`spin`]
 //!   allows) while a few tasks finish, watching the `finished` tally; to block, it counts
 //!   itself in `blocked` (which clears `FINISH_FAST` unless every blocked submitter has a
 //!   notification on its way) and looks at the counts once more before it waits.
@@ -716,8 +717,9 @@ impl Shared {
                 state.spin_ended(Spinner::Submitter, outcome);
                 continue;
             }
-            // A batch of room wakes a blocked submitter (see `Lane::room_batch`); less than
-            // that reaches it when it wakes by itself, at the latest after `ROOM_WAIT_MAX`.
+            // A finish due to it wakes a blocked submitter (`Lane::room_due`: a batch of
+            // room, or the queue about to run dry); less than that reaches it when it wakes by
+            // itself, at the latest after `ROOM_WAIT_MAX`.
             let nap = (this.lane.room_batch() > 1).then_some(lane::ROOM_WAIT_MAX);
             let timeout = match wait {
                 Wait::No => return Err(this.reject(state, Rejected::Full(task))),
@@ -835,14 +837,16 @@ impl Shared {
     }
 
     /// Records a finished task under the lock (`running -= 1`; the caller tallied it), hands
-    /// its room to one blocked submitter, and ends a join round when that was the last
-    /// accepted task.
+    /// its room to one blocked submitter when the finish is due to one (`Lane::room_due`: a
+    /// batch of room, or the queue about to run dry; a blocked submitter looks by itself
+    /// every `ROOM_WAIT_MAX` for less), and ends a join round when that was the last
+    /// accepted task. The lock-free finish (`Lane::finish_fast`) stands in for exactly the
+    /// calls that would notify nobody.
     ///
     /// Notifies with the lock held: the caller goes straight on under this lock (a worker
     /// looks for its next task), so there is no unlock to notify after.
     fn record_finish(&self, state: &mut State) {
-        self.lane.finish();
-        if state.blocked.signal_one() {
+        if self.lane.finish() && state.blocked.signal_one() {
             self.room.notify_one();
         }
         if state.joiners > 0 && self.lane.counts().out_of_work() {

@@ -1,14 +1,14 @@
 //! Leased claims on the in-memory store: the runner's heartbeat keeps a slow fetch's claim,
 //! and a runner whose lease was taken stores nothing (fencing).
 
-mod suite;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use lockgate_batch::store::{MemoryStore, Store, Timestamp};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, TargetState};
+
+use crate::suite;
 
 const TTL: Duration = Duration::from_millis(300);
 

@@ -1,14 +1,14 @@
 //! Runner behaviour beyond the store suite: fetch tokens, panics while building the fetch
 //! future, and dropping a runner without `close`.
 
-mod suite;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use lockgate_batch::store::MemoryStore;
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
+
+use crate::suite;
 
 #[tokio::test(start_paused = true)]
 async fn a_fetch_cancelling_its_token_stops_neither_runner_nor_later_fetches() {

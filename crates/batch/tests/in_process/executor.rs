@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lockgate_batch::hooks::Hooks;
-use lockgate_batch::store::SqliteStore;
 use lockgate_batch::store::{MemoryStore, Store};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
@@ -83,14 +82,13 @@ thread_local! {
         std::cell::Cell::new((Duration::ZERO, Instant::now()));
 }
 
+#[cfg(feature = "sqlite")]
 #[test]
 fn a_ticker_keeps_ticking_beside_a_sqlite_runner() {
-    let dir = std::env::temp_dir().join(format!("batch-executor-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = SqliteStore::open(dir.join("jobs.db")).unwrap();
+    let dir = crate::scratch::Scratch::new("executor", "sqlite");
+    let store = lockgate_batch::store::SqliteStore::open(dir.db()).unwrap();
     let gap = longest_tick_gap(store, 1);
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     assert!(
         gap < GENEROUS_GAP,
         "the ticker waited {gap:?} between ticks"

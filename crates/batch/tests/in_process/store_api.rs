@@ -8,11 +8,6 @@
 //! eviction, `jobs` lists a caller's jobs in submit order, `Claim::started`,
 //! `Completion::Stored`'s progress and `Ended`'s counts.
 
-#[cfg(feature = "postgres")]
-mod pg;
-#[cfg(feature = "sqlite")]
-mod scratch;
-
 use std::time::Duration;
 
 use lockgate_batch::store::{CancelOutcome, Completion, NewJob};
@@ -299,8 +294,8 @@ fn memory_leased(_: &str) -> Option<(lockgate_batch::store::MemoryStore, ())> {
 
 /// A SQLite file in a scratch folder of the test's own, removed after the test.
 #[cfg(feature = "sqlite")]
-fn sqlite(name: &str) -> Option<(lockgate_batch::store::SqliteStore, scratch::Scratch)> {
-    let dir = scratch::Scratch::new("store-api", name);
+fn sqlite(name: &str) -> Option<(lockgate_batch::store::SqliteStore, crate::scratch::Scratch)> {
+    let dir = crate::scratch::Scratch::new("store-api", name);
     let store =
         lockgate_batch::store::SqliteStore::open(dir.db()).expect("open the scratch database");
     Some((store, dir))
@@ -309,7 +304,7 @@ fn sqlite(name: &str) -> Option<(lockgate_batch::store::SqliteStore, scratch::Sc
 /// A fresh schema of the gate's server, or a skip.
 #[cfg(feature = "postgres")]
 fn postgres(_: &str) -> Option<(lockgate_batch::store::PostgresStore, ())> {
-    pg::available().then(|| (pg::open(pg::options()), ()))
+    crate::pg::available().then(|| (crate::pg::open(crate::pg::options()), ()))
 }
 
 store_api!(memory_store, memory);

@@ -88,6 +88,17 @@ impl Counts {
     }
 }
 
+/// The flags as the lock holder wants them (`State::lane_flags`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Flags {
+    /// `SUBMIT_FAST`.
+    pub(super) submit_fast: bool,
+    /// `FINISH_FAST`.
+    pub(super) finish_fast: bool,
+    /// `ROOM_WANTED`.
+    pub(super) room_wanted: bool,
+}
+
 /// How a lock-free finish ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Finished {
@@ -290,15 +301,10 @@ impl Lane {
     /// Under the lock: sets or clears the three flags. A flag changed so a decision can
     /// follow must change before the counts are read (invariant 3); this does all three in
     /// one step and returns the counts as of that step.
-    pub(super) fn set_flags(
-        &self,
-        submit_fast: bool,
-        finish_fast: bool,
-        room_wanted: bool,
-    ) -> Counts {
-        let flags = if submit_fast { SUBMIT_FAST } else { 0 }
-            | if finish_fast { FINISH_FAST } else { 0 }
-            | if room_wanted { ROOM_WANTED } else { 0 };
+    pub(super) fn set_flags(&self, flags: Flags) -> Counts {
+        let flags = if flags.submit_fast { SUBMIT_FAST } else { 0 }
+            | if flags.finish_fast { FINISH_FAST } else { 0 }
+            | if flags.room_wanted { ROOM_WANTED } else { 0 };
         let mut word = self.word.load(Ordering::Acquire);
         loop {
             if word & FLAGS == flags {

@@ -32,42 +32,39 @@ pub(super) enum Role {
 pub(super) fn spawn_worker(shared: &Arc<Shared>, id: usize, role: Role, reap: Reap) {
     let result = os_spawn(shared, id, role);
     let mut state = lock(&shared.state);
-    state.spawning -= 1;
     let refused = match result {
         Ok(handle) => {
-            if let Some(slot) = state.threads.iter_mut().find(|slot| slot.id == id) {
-                slot.handle = Some(handle);
-            }
+            state.threads.spawned(id, handle);
             None
         }
         Err(error) => {
-            state.workers -= 1;
-            state.spawn_failures += 1;
+            state.threads.refused(id);
+            state.workers.live -= 1;
+            state.tallies.refused += 1;
             if role == Role::Idle {
                 // It was counted idle; if a submitter already claimed it, the claim lapses
                 // and the claimed task stays queued like any other (rule 1).
-                if state.idle > 0 {
-                    state.idle -= 1;
+                if state.workers.idle > 0 {
+                    state.workers.idle -= 1;
                 } else {
                     shared.take_token(&mut state);
                 }
             }
-            state.threads.retain(|slot| slot.id != id);
             Some(error)
         }
     };
     let reaped = match reap {
-        Reap::Yes => state.take_exited(),
+        Reap::Yes => state.threads.take_exited(),
         Reap::No => Vec::new(),
     };
     // Counted until joined: `close` must not return while a thread it can no longer see
     // in `threads` is still finishing.
     let joining = !reaped.is_empty();
     if joining {
-        state.joining += 1;
+        state.threads.joining += 1;
     }
     let last_out = state.closing && state.drained();
-    let (workers, queued) = (state.workers, shared.lane.counts().queued);
+    let (workers, queued) = (state.workers.live, shared.lane.counts().queued);
     shared.unlock_checked(state);
     if let Some(error) = refused {
         tracing::error!(%error, workers, queued, "could not start a worker thread; its task stays queued");
@@ -78,7 +75,7 @@ pub(super) fn spawn_worker(shared: &Arc<Shared>, id: usize, role: Role, reap: Re
     if joining {
         join_all(reaped);
         let mut state = lock(&shared.state);
-        state.joining -= 1;
+        state.threads.joining -= 1;
         let closing = state.closing;
         drop(state);
         if closing {

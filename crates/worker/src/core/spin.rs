@@ -33,8 +33,9 @@
 //!
 //! All of this only decides how long a thread waits before it blocks; every rule of the
 //! pool is re-checked under the lock afterwards, so a wrong guess costs time, never
-//! correctness. Under loom a spin is one pause round and never yields (no clock reads in a
-//! model), so the models cover the spinning protocol; under Miri the same.
+//! correctness. Its state is [`Policy`], a part of the pool's `State` apart from the rules.
+//! Under loom a spin is one pause round and never yields (no clock reads in a model), so the
+//! models cover the spinning protocol; under Miri the same.
 
 use std::time::{Duration, Instant};
 
@@ -64,9 +65,78 @@ pub(super) const CREDIT_MAX: u32 = 8;
 /// With no credit, one spin decision in this many spins anyway (a probe).
 pub(super) const PROBE_EVERY: u32 = 16;
 
+/// Who spins: the two kinds keep separate credit (rule 3).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Spinner {
+    /// An idle worker waiting for a claim.
+    Worker,
+    /// A submitter waiting for room.
+    Submitter,
+}
+
+/// The spin policy's part of the pool's `State`: the state of rules 1-3, kept under the
+/// pool's lock and apart from the pool's rules, none of which reads it. It carries no
+/// invariant of the pool: a wrong value costs time, never a rule.
+#[derive(Debug)]
+pub(super) struct Policy {
+    /// Submitters spinning (lock released) for room before they block; read only by rule 1.
+    submitters_spinning: usize,
+    /// Whether idle workers' and submitters' spins have paid off lately (rule 3).
+    worker_credit: SpinCredit,
+    submitter_credit: SpinCredit,
+    /// Whether spinners may yield (rule 2).
+    yields: Yields,
+}
+
+impl Policy {
+    pub(super) fn new() -> Self {
+        Self {
+            submitters_spinning: 0,
+            worker_credit: SpinCredit::new(),
+            submitter_credit: SpinCredit::new(),
+            yields: Yields::default(),
+        }
+    }
+
+    /// Whether a thread of kind `who` may spin now, and how (rules 1-3), with
+    /// `workers_spinning` idle workers spinning and `running` tasks running. A submitter
+    /// given a plan is counted spinning until [`Policy::ended`].
+    pub(super) fn plan(
+        &mut self,
+        budget: &Budget,
+        who: Spinner,
+        workers_spinning: usize,
+        running: usize,
+        cpus: usize,
+    ) -> Option<Plan> {
+        let awake = running + workers_spinning + self.submitters_spinning;
+        let credit = match who {
+            Spinner::Worker => &mut self.worker_credit,
+            Spinner::Submitter => &mut self.submitter_credit,
+        };
+        let plan = plan(budget, credit, &mut self.yields, awake, cpus);
+        if plan.is_some() && matches!(who, Spinner::Submitter) {
+            self.submitters_spinning += 1;
+        }
+        plan
+    }
+
+    /// Records how a spin of a thread of kind `who` ended.
+    pub(super) fn ended(&mut self, who: Spinner, outcome: Outcome) {
+        let credit = match who {
+            Spinner::Worker => &mut self.worker_credit,
+            Spinner::Submitter => {
+                self.submitters_spinning -= 1;
+                &mut self.submitter_credit
+            }
+        };
+        record(credit, &mut self.yields, outcome);
+    }
+}
+
 /// Whether spinning has paid off lately, for one kind of spinner (rule 3). Idle workers and
 /// submitters keep one each: they wait for different threads, so one may pay while the
-/// other does not. Guarded by the pool's lock, like the rest of `State`.
+/// other does not. Guarded by the pool's lock, in [`Policy`].
 #[derive(Debug)]
 pub(super) struct SpinCredit {
     /// Failed spins still allowed before spinning stops.

@@ -5,7 +5,8 @@
 
 use super::lane::Finished;
 use super::spawn::{Reap, Role, spawn_worker};
-use super::{CURRENT_POOL, Ran, Shared, Spinner, State, Task, spin};
+use super::spin::Spinner;
+use super::{CURRENT_POOL, Ran, Shared, State, Task, spin};
 use crate::sync::{Arc, MutexGuard, Ordering, lock, wait, wait_timeout};
 
 /// Runs one task, turning its panic into a log line (rule 4): the worker goes on. Returns
@@ -50,7 +51,7 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
     };
     let min = shared.config.min;
     let mut state = lock(&shared.state);
-    state.threads_started += 1;
+    state.tallies.started += 1;
     if role == Role::Idle {
         let (next, exit) = idle_wait(&shared, state, Counted::Already);
         state = next;
@@ -75,7 +76,7 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
         // and also when the task it was started or woken for was taken first by a worker
         // that finished (else that spare worker would idle beyond the rule). It is not
         // counted idle yet, so `idle` is the *other* idle workers.
-        if state.workers > min && state.idle > min / 2 {
+        if state.workers.spare(min) {
             break;
         }
         let (next, exit) = idle_wait(&shared, state, Counted::No);
@@ -131,7 +132,7 @@ fn idle_wait<'a>(
     counted: Counted,
 ) -> (MutexGuard<'a, State>, bool) {
     if counted == Counted::No {
-        state.idle += 1;
+        state.workers.idle += 1;
         shared.check(&state);
         shared.changed();
     }
@@ -141,43 +142,46 @@ fn idle_wait<'a>(
     // the ones that lose it under the lock spin on with what is left of their budget
     // instead of all going to sleep at once.
     let mut budget = spin::Budget::default();
-    while state.wakeups == 0 && !state.closing && budget.left() {
-        let running = shared.lane.counts().running;
-        let Some(plan) = state.spin_plan(&budget, Spinner::Worker, shared.cpus, running) else {
+    while state.workers.wakeups == 0 && !state.closing && budget.left() {
+        let (spinning, running) = (state.waits.spinning, shared.lane.counts().running);
+        let Some(plan) = state
+            .spin
+            .plan(&budget, Spinner::Worker, spinning, running, shared.cpus)
+        else {
             break;
         };
-        state.spinning += 1;
+        state.waits.spinning += 1;
         drop(state);
         let outcome = spin::spin(&mut budget, plan, || {
             shared.token_hint.load(Ordering::Acquire) > 0
         });
         state = lock(&shared.state);
-        state.spinning -= 1;
-        state.spin_ended(Spinner::Worker, outcome);
+        state.waits.spinning -= 1;
+        state.spin.ended(Spinner::Worker, outcome);
     }
     let mut timed_out = false;
     loop {
         // A claim wins over closing and over the timeout: the claimer counted on us. A
         // spinner that ends its spin always passes here before sleeping, so no token it was
         // counted for is left behind.
-        if state.wakeups > 0 {
+        if state.workers.wakeups > 0 {
             shared.take_token(&mut state);
             return (state, false);
         }
         if state.closing {
-            state.idle -= 1;
+            state.workers.idle -= 1;
             return (state, false);
         }
-        if timed_out && state.workers > shared.config.min {
-            state.idle -= 1;
+        if timed_out && state.workers.live > shared.config.min {
+            state.workers.idle -= 1;
             return (state, true);
         }
-        state.sleeping.fall_asleep();
+        state.waits.sleeping.fall_asleep();
         match shared.config.keep_alive {
             None => state = wait(&shared.work, state),
             Some(keep_alive) => (state, timed_out) = wait_timeout(&shared.work, state, keep_alive),
         }
-        state.sleeping.woke();
+        state.waits.sleeping.woke();
     }
 }
 
@@ -190,11 +194,9 @@ enum Counted {
 
 /// Leaves the pool: uncounts the worker and marks its thread joinable.
 fn leave(shared: &Shared, mut state: MutexGuard<'_, State>, id: usize) {
-    state.workers -= 1;
-    state.threads_exited += 1;
-    if let Some(slot) = state.threads.iter_mut().find(|slot| slot.id == id) {
-        slot.exited = true;
-    }
+    state.workers.live -= 1;
+    state.tallies.exited += 1;
+    state.threads.exited(id);
     let last_out = state.closing && state.drained();
     shared.unlock_checked(state);
     if last_out {
@@ -224,7 +226,7 @@ impl Drop for DeathGuard<'_> {
             shared.tally(Ran::Returned);
             shared.record_finish(&mut state);
         }
-        state.threads_died += 1;
+        state.tallies.died += 1;
         // One worker fewer: stop submits from skipping the lock before looking at the queue
         // (lane invariant 3), so no task accepted after the look is left without a worker.
         let queued = shared.lane.close_fast_submits().queued;

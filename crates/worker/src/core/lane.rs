@@ -26,6 +26,10 @@
 //!   and a locked finish would not notify for them either. Set under the lock, like the
 //!   other two.
 //!
+//! The lock-free steps ([`Lane::accept_fast`], [`Lane::finish_fast`], and [`Lane::reserve`]
+//! in a search) are reached only through the fast entries ([`fast`](super::fast)), which
+//! say why each one is a step the locked path would have taken.
+//!
 //! # Invariants
 //!
 //! 1. `queued + running <= limit` (the pool's rule 2): the only increase of the sum is an

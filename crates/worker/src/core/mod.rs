@@ -1,16 +1,18 @@
-//! The pool core: one `Mutex<State>` with three condvars, owning every rule of the pool,
-//! beside the lock-free [`lane`] that carries the counts every submit and every finish
-//! change (`queued`, `running`) and the accepted tasks.
+//! The pool core: the rules in one place, the shortcuts beside them.
 //!
-//! - [`state`]: the locked state machine. `State` in named parts (workers, threads, waits,
-//!   closing, thread tallies, and the spin policy apart from the rules); its `//!` block has
-//!   the worker states and the numbered invariants. Every rule is decided under this lock.
-//! - [`lane`]: the counts and the flags in one atomic word, and the FIFO of accepted tasks;
-//!   its own invariants (its word, its flags, and why a lock-free step and a locked one never
-//!   decide on different views) are in its `//!` block.
-//! - [`worker`], [`spawn`], [`search`], [`spin`]: a worker thread's loop, the thread spawns
-//!   and joins, the lock-free search before going idle, the spin policy; this file: the
-//!   submit, close and join paths, and [`Shared`], which holds it all.
+//! - [`state`]: the locked state machine. `State`, under one `Mutex` with three condvars, in
+//!   named parts (workers, threads, waits, closing, thread tallies, and the spin policy apart
+//!   from the rules); its `//!` block has the worker states and the numbered invariants. Every
+//!   rule is decided under this lock.
+//! - [`lane`]: the counts every submit and every finish change (`queued`, `running`) and the
+//!   flags, in one atomic word, and the FIFO of accepted tasks. Both paths move the counts
+//!   through it; the flags, written only under the lock, say when a lock-free step may.
+//! - [`fast`]: the fast entries (a lock-free submit, a lock-free finish, the lock-free search
+//!   before going idle, and the spins before sleeping). Each makes exactly the transition the
+//!   locked path would have made, or does nothing and falls back to it, and is called from one
+//!   place, right before that locked path. `--cfg lockgate_reference` turns every entry off.
+//! - [`worker`], [`spawn`]: a worker thread's loop and the thread spawns and joins; this file:
+//!   the submit, close and join paths, and [`Shared`], which holds it all.
 //!
 //! The grow / shrink / exit protocol, step by step with the race each step prevents, follows
 //! this block (from `README.md` beside this file).
@@ -29,10 +31,10 @@
 //!   when some blocked submitter has no notification on its way (one already notified and
 //!   not yet awake will take that room, so a second notification would only cost a
 //!   syscall); a blocked submitter also looks by itself every `ROOM_WAIT_MAX`; closing
-//!   notifies all. Before blocking, a submitter may spin (lock released, when [`spin`]
-//!   allows) while a few tasks finish, watching the `finished` tally; to block, it counts
-//!   itself in `blocked` (which clears `FINISH_FAST` unless every blocked submitter has a
-//!   notification on its way) and looks at the counts once more before it waits.
+//!   notifies all. Before blocking, a submitter may spin (the spin entry) while a few tasks
+//!   finish; to block, it counts itself in `blocked` (which clears `FINISH_FAST` unless
+//!   every blocked submitter has a notification on its way) and looks at the counts once
+//!   more before it waits.
 //! - `done`: closers, woken when the last worker leaves or a join round finishes; joiners,
 //!   woken when the pool runs out of work (invariant 6).
 //!
@@ -43,12 +45,13 @@
 //! the lock is recorded there first, as the `wakeups` token), except that a worker finishing
 //! a task under the lock notifies `room` (and `done`, for joiners) with the lock held,
 //! because it goes straight on to look for its next task under that same lock. Nothing
-//! outside the lock reads `State`; spinners read `token_hint`, an atomic copy of `wakeups`
-//! written under it, and the `finished` tally, as hints only: every decision is re-made
-//! under the lock.
+//! outside the lock reads `State`; spinners read `fast::Hints::tokens`, an atomic copy of
+//! `wakeups` written under it, and the `finished` tally, as hints only: every decision is
+//! re-made under the lock.
 //!
 #![doc = include_str!("README.md")]
 
+mod fast;
 mod lane;
 mod search;
 mod sleepers;
@@ -67,11 +70,12 @@ use std::time::{Duration, Instant};
 
 pub(crate) use lane::MAX_UNFINISHED;
 
+use fast::Entry;
 use state::State;
 
 use crate::sync::{
-    Arc, AtomicU64, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, lock, thread, thread_local,
-    wait, wait_timeout,
+    Arc, AtomicU64, Condvar, Mutex, MutexGuard, Ordering, lock, thread, thread_local, wait,
+    wait_timeout,
 };
 
 /// A task as the queue stores it: boxed once, outside the lock.
@@ -213,25 +217,20 @@ struct TaskTallies {
 /// The state shared by the facade and every worker thread.
 pub(crate) struct Shared {
     config: Config,
-    /// [`spin::cpus`], read once.
-    cpus: usize,
     /// The locked state machine (see [`state`]).
     state: Padded<Mutex<State>>,
     work: Condvar,
     room: Condvar,
     done: Condvar,
-    /// A copy of `Workers::wakeups`, written under the lock, read by spinning idle workers
-    /// without it.
-    token_hint: Padded<AtomicUsize>,
     /// The counts every submit and finish change, and the accepted tasks (see [`lane`]).
     lane: Padded<lane::Lane>,
-    /// Workers looking for a task without the lock before they go idle (see [`search`]).
-    search: Padded<search::Search>,
     /// Tasks finished since the pool was built (`Pool::completed`), and of those the ones
     /// that panicked: counted by the finishing worker before the lane's `running` drops,
     /// so whoever sees a task finished in the lane sees it here too. Spinning submitters
     /// watch `finished`.
     tallies: Padded<TaskTallies>,
+    /// What the fast entries keep beside the lock (see [`fast`]).
+    hints: fast::Hints,
     /// Notified after every transition, so tests can wait for a state without sleeping.
     #[cfg(test)]
     observe: Condvar,
@@ -277,17 +276,15 @@ impl Shared {
         Self {
             state: Padded(Mutex::new(State::new())),
             config,
-            cpus: spin::cpus(),
             work: Condvar::new(),
             room: Condvar::new(),
             done: Condvar::new(),
-            token_hint: Padded(AtomicUsize::new(0)),
             lane: Padded(lane::Lane::new(limit)),
-            search: Padded(search::Search::new()),
             tallies: Padded(TaskTallies {
                 finished: AtomicU64::new(0),
                 panicked: AtomicU64::new(0),
             }),
+            hints: fast::Hints::new(),
             #[cfg(test)]
             observe: Condvar::new(),
             #[cfg(test)]
@@ -315,17 +312,20 @@ impl Shared {
         self.observe.notify_all();
     }
 
-    /// Records a claim on an idle worker (`wakeups += 1`) and its lock-free copy.
+    /// Records a claim on an idle worker (`wakeups += 1`) and its lock-free copy (the spin
+    /// entry's hint).
     fn give_token(&self, state: &mut State) {
         state.workers.wakeups += 1;
-        self.token_hint
+        self.hints
+            .tokens
             .store(state.workers.wakeups, Ordering::Release);
     }
 
     /// Consumes a claim (`wakeups -= 1`) and updates its lock-free copy.
     fn take_token(&self, state: &mut State) {
         state.workers.wakeups -= 1;
-        self.token_hint
+        self.hints
+            .tokens
             .store(state.workers.wakeups, Ordering::Release);
     }
 
@@ -350,8 +350,8 @@ impl Shared {
         state.check(&self.config, self.lane.counts(), self.tallies());
     }
 
-    /// Sets the lane's flags from `state` (`State::lane_flags`: when a submit or a finish may
-    /// skip the lock). Called at the end of every critical section that may change those conditions,
+    /// Sets the lane's flags from `state` (`State::lane_flags`: when the fast entries may
+    /// act). Called at the end of every critical section that may change those conditions,
     /// and by a thread about to wait on one of them before it looks at the counts a last
     /// time. Returns the lane's counts after that step.
     fn sync_flags(&self, state: &State) -> lane::Counts {
@@ -378,17 +378,18 @@ impl Shared {
 
     /// Accepts `task` if the capacity rule allows, waiting for room as `wait` says.
     ///
-    /// While the pool is busy at `max` (the lane's `SUBMIT_FAST`), a submit is one
-    /// compare-and-swap and a push, without the lock. Otherwise, under the lock, the task is
-    /// counted and pushed and, in the same critical section, either an idle worker is
-    /// claimed or a new worker is reserved (rule 1).
+    /// Under the lock, the task is counted and pushed and, in the same critical section,
+    /// either an idle worker is claimed or a new worker is reserved (rule 1). While the pool
+    /// is busy at `max` (the lane's `SUBMIT_FAST`), the submit entry does the same without
+    /// the lock: one compare-and-swap and a push.
     pub(crate) fn submit(this: &Arc<Self>, task: Task, wait: Wait) -> Result<(), Rejected> {
-        let task = match this.lane.accept_fast(task) {
-            Ok(()) => {
+        // The submit entry (`fast::submit`), before the locked submit it stands in for.
+        let task = match fast::submit(this, task) {
+            Entry::Done(()) => {
                 this.changed_lock_free();
                 return Ok(());
             }
-            Err(task) => task,
+            Entry::FallBack(task) => task,
         };
         let mut budget = spin::Budget::default();
         let mut state = lock(&this.state);
@@ -399,37 +400,18 @@ impl Shared {
             if this.lane.accept() {
                 break;
             }
-            let (spinning, running) = (state.waits.spinning, this.lane.counts().running);
-            if let Some(plan) = (may_wait(wait) && budget.left())
-                .then(|| {
-                    state.spin.plan(
-                        &budget,
-                        spin::Spinner::Submitter,
-                        spinning,
-                        running,
-                        this.cpus,
-                    )
-                })
-                .flatten()
-            {
-                // Wait a little before blocking: a blocked submitter costs a finishing worker
-                // a notification and itself a sleep and a wake-up, per batch of room. Only
-                // with a CPU to spare (see `spin`): the room comes from the workers. A
-                // submitter that loses the room to another goes on with what is left of its
-                // budget.
-                let finished = this.tallies.finished.load(Ordering::Acquire);
-                drop(state);
-                let batch = this.lane.room_batch();
-                let outcome = spin::spin(&mut budget, plan, || {
-                    this.tallies
-                        .finished
-                        .load(Ordering::Acquire)
-                        .wrapping_sub(finished)
-                        >= batch
-                });
-                state = lock(&this.state);
-                state.spin.ended(spin::Spinner::Submitter, outcome);
-                continue;
+            // The spin entry (`fast::spin_for_room`), before the wait on `room` below it stands
+            // in for: a blocked submitter costs a finishing worker a notification and itself
+            // a sleep and a wake-up, per batch of room. A submitter that loses the room to
+            // another goes on with what is left of its budget.
+            if may_wait(wait) {
+                match fast::spin_for_room(this, state, &mut budget) {
+                    Entry::Done(again) => {
+                        state = again;
+                        continue;
+                    }
+                    Entry::FallBack(again) => state = again,
+                }
             }
             // A finish due to it wakes a blocked submitter (`Lane::room_due`: a batch of
             // room, or the queue about to run dry); less than that reaches it when it wakes by
@@ -550,8 +532,8 @@ impl Shared {
     /// its room to one blocked submitter when the finish is due to one (`Lane::room_due`: a
     /// batch of room, or the queue about to run dry; a blocked submitter looks by itself
     /// every `ROOM_WAIT_MAX` for less), and ends a join round when that was the last
-    /// accepted task. The lock-free finish (`Lane::finish_fast`) stands in for exactly the
-    /// calls that would notify nobody.
+    /// accepted task. The finish entry (`fast::finish`) stands in for exactly the calls
+    /// that would notify nobody.
     ///
     /// Notifies with the lock held: the caller goes straight on under this lock (a worker
     /// looks for its next task), so there is no unlock to notify after.

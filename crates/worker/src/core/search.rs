@@ -6,7 +6,9 @@
 //! again when it takes the claim. With one fast producer feeding faster workers that is
 //! every few tasks. A searching worker is between states (neither idle nor running, so
 //! submits still skip the lock) and takes a task that arrives within a few microseconds
-//! with one [`Lane::reserve`](super::lane::Lane::reserve), lock-free.
+//! with one [`Lane::reserve`](super::lane::Lane::reserve), lock-free. This is the search
+//! entry ([`fast::search`](super::fast::search)), which says why it is equivalent to the
+//! locked step it stands in for.
 //!
 //! Whether it searches follows the rules of [`spin`](super::spin), their one home, read and
 //! updated here without the lock (they are hints: a wrong guess costs time, never a rule).

@@ -33,9 +33,10 @@
 //!
 //! All of this only decides how long a thread waits before it blocks; every rule of the
 //! pool is re-checked under the lock afterwards, so a wrong guess costs time, never
-//! correctness. Its state is [`Policy`], a part of the pool's `State` apart from the rules.
-//! Under loom a spin is one pause round and never yields (no clock reads in a model), so the
-//! models cover the spinning protocol; under Miri the same.
+//! correctness. Its state is [`Policy`], a part of the pool's `State` apart from the rules;
+//! the spins themselves are fast entries (`fast::spin_idle`, `fast::spin_for_room`), which
+//! the reference build turns off. Under loom a spin is one pause round and never yields (no
+//! clock reads in a model), so the models cover the spinning protocol; under Miri the same.
 
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,8 @@
 //! The locked state machine: [`State`], everything the pool's one lock guards, in named
 //! parts, each with the invariants it carries. Every rule of the pool is decided under this
-//! lock, on this state and the lane's counts read under it. The lock-free steps beside it
-//! (the lane's, a worker's search, the spins) only move counts, or wait, in states the lock
-//! holder allows.
+//! lock, on this state and the lane's counts read under it. The fast entries
+//! ([`fast`](super::fast)) decide nothing of their own: each one makes a transition this
+//! state machine would have made at that moment, or does nothing and falls back to it.
 //!
 //! # States of a worker
 //!
@@ -28,10 +28,10 @@
 //!
 //! `starting = workers - idle - wakeups - running` counts Starting workers (their thread is
 //! being created or has not taken the lock yet) and workers between a finish and the lock
-//! (searching the lane first, see [`search`](super::search)); Claimed-but-not-yet-popped ones
+//! (searching the lane first, the search entry); Claimed-but-not-yet-popped ones
 //! are `wakeups`, a count of tokens rather than names: whichever idle worker wakes first
 //! takes one. An idle worker waits on `work` ([`Waits::sleeping`]), or spins first with the
-//! lock released ([`Waits::spinning`]). A submit notifies `work` only when
+//! lock released ([`Waits::spinning`], the spin entry). A submit notifies `work` only when
 //! `wakeups > spinning + sleeping.signalled()` (a token neither a spinner nor an
 //! already-notified sleeper will take) and a sleeper is left that no notification is on its
 //! way to (if none is, a worker started at build and not yet in its idle wait takes the
@@ -52,14 +52,15 @@
 //! | [`spin::Policy`] | whether a thread may spin before it blocks, and how long | none |
 //!
 //! The spin policy decides no rule: it only sets how long a thread waits with the lock
-//! released before it blocks, so no invariant depends on it. Beside the lock and
+//! released before it blocks, so no invariant depends on it, and the reference build (every
+//! fast entry falling back, see [`fast`](super::fast)) never consults it. Beside the lock and
 //! outside it: the lane's counts `queued` and `running` ([`lane`]), and the
 //! tallies of finished and panicked tasks (atomics in `Shared`).
 //!
 //! # Invariants (checked by [`State::check`] after every transition under the lock)
 //!
-//! `queued` and `running` live in the lane and also move without the lock: a busy pool's
-//! submit raises `queued` (only while no worker is idle, the pool is at
+//! `queued` and `running` live in the lane and also move without the lock, through the fast
+//! entries: a busy pool's submit raises `queued` (only while no worker is idle, the pool is at
 //! `max` and not closing), a finishing worker lowers `running` or moves one task from
 //! `queued` to `running` (only while nobody waits to hear of a finish), and a searching
 //! worker moves one. Each invariant below holds for whatever the lock holder reads, because
@@ -135,8 +136,8 @@ pub(super) struct Workers {
     /// Workers waiting for work that no submitter has claimed.
     pub(super) idle: usize,
     /// Idle workers a submitter claimed and notified that have not woken yet: tokens, taken
-    /// by whichever idle worker wakes first. `Shared::token_hint` keeps a copy outside the
-    /// lock for spinning idle workers to watch.
+    /// by whichever idle worker wakes first. `Shared` keeps a copy outside the lock for the
+    /// spin entry to watch (`fast::Hints`).
     pub(super) wakeups: usize,
 }
 
@@ -245,8 +246,9 @@ impl Threads {
 /// never sleeps through the moment the pool runs out of work).
 #[derive(Debug, Default)]
 pub(super) struct Waits {
-    /// Idle workers spinning (lock released) before they sleep. They look for a token under
-    /// the lock before sleeping, so a submit needs no notification for a token they cover.
+    /// Idle workers spinning (lock released) before they sleep: the spin entry's. They look
+    /// for a token under the lock before sleeping, so a submit needs no notification for a
+    /// token they cover. Always 0 in the reference build.
     pub(super) spinning: usize,
     /// Idle workers asleep on `work`, and the notifications on their way to them.
     pub(super) sleeping: sleepers::Sleepers,
@@ -300,7 +302,7 @@ impl State {
         self.workers.live == 0 && self.threads.spawning == 0
     }
 
-    /// When a submit or a finish may skip the lock, as the lane's flags (see [`lane`]): submits skip the
+    /// When the fast entries may act, as the lane's flags (see [`lane`]): submits skip the
     /// lock while no worker is idle, the pool is at `max` and not closing; finishes skip it
     /// while no joiner waits, except the one that frees a batch of room while a blocked
     /// submitter waits for it (`room_wanted`).

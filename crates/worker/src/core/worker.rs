@@ -1,13 +1,13 @@
 //! The body of a worker thread: take the queue head, run it outside the lock, and after each
-//! task count the finish and take the next one in one step of the lane (without the lock
-//! while nobody waits on finishes); with nothing left, decide under the lock whether to
-//! exit (rule 3) or go idle.
+//! task count the finish and take the next one in one step of the lane (the finish entry
+//! does it without the lock while nobody waits on finishes); with nothing left (and nothing
+//! found by the search entry), decide under the lock whether to exit (rule 3) or go idle
+//! (after the spin entry, if the spin policy allows one).
 
-use super::lane::Finished;
+use super::fast::{self, Entry, Next};
 use super::spawn::{Reap, Role, spawn_worker};
-use super::spin::Spinner;
 use super::{CURRENT_POOL, Ran, Shared, State, Task, spin};
-use crate::sync::{Arc, MutexGuard, Ordering, lock, wait, wait_timeout};
+use crate::sync::{Arc, MutexGuard, lock, wait, wait_timeout};
 
 /// Runs one task, turning its panic into a log line (rule 4): the worker goes on. Returns
 /// whether it panicked, caught here or by the task itself.
@@ -89,9 +89,9 @@ pub(super) fn run(shared: Arc<Shared>, id: usize, role: Role) {
     leave(&shared, state, id);
 }
 
-/// Runs the task this worker reserved, and the next ones as long as the lane hands them over
-/// without the lock; returns under the lock once the queue was empty or a finish had to be
-/// counted there (a submitter blocked or a joiner waits).
+/// Runs the task this worker reserved, and the next ones as long as the finish and search
+/// entries hand them over without the lock; returns under the lock once the queue was empty
+/// or a finish had to be counted there (the locked finish).
 fn run_reserved<'a>(shared: &'a Shared, guard: &mut DeathGuard<'_>) -> MutexGuard<'a, State> {
     loop {
         let task = shared.lane.pop();
@@ -100,23 +100,26 @@ fn run_reserved<'a>(shared: &'a Shared, guard: &mut DeathGuard<'_>) -> MutexGuar
         guard.in_task = false;
         // Unit tests observe counters under the lock and expect the tally and the lane's
         // finish as one step (in real use `finished` may lead `running` for that moment).
-        #[cfg(all(test, not(loom)))]
-        let observed = lock(&shared.state);
+        let observed = cfg!(all(test, not(loom))).then(|| lock(&shared.state));
+        // Both paths tally first: whoever sees the task finished in the lane sees it tallied.
         shared.tally(ran);
-        let finished = shared.lane.finish_fast();
-        #[cfg(all(test, not(loom)))]
-        drop(observed);
-        match finished {
-            Finished::Next => shared.changed_lock_free(),
-            Finished::Empty => {
-                if shared.search.find(&shared.lane, shared.cpus) {
-                    shared.changed_lock_free();
-                    continue;
-                }
-                return lock(&shared.state);
+        // The finish entry (`fast::finish`), beside the locked finish it stands in for.
+        match fast::finish(shared) {
+            Entry::Done(Next::Reserved) => {
+                drop(observed);
+                shared.changed_lock_free();
             }
-            Finished::Locked => {
-                let mut state = lock(&shared.state);
+            Entry::Done(Next::Empty) => {
+                drop(observed);
+                // The search entry (`fast::search`), before the locked step that would
+                // reserve a task that arrived (`run`'s loop).
+                match fast::search(shared) {
+                    Entry::Done(()) => shared.changed_lock_free(),
+                    Entry::FallBack(()) => return lock(&shared.state),
+                }
+            }
+            Entry::FallBack(()) => {
+                let mut state = observed.unwrap_or_else(|| lock(&shared.state));
                 shared.record_finish(&mut state);
                 return state;
             }
@@ -136,28 +139,20 @@ fn idle_wait<'a>(
         shared.check(&state);
         shared.changed();
     }
-    // Spin a little before sleeping: a submitter that claims a spinning worker skips the
-    // notification (a syscall), which dominates the cost of short tasks. Only with a CPU
-    // to spare and while spinning pays (see `spin`). Several spinners may see one token;
-    // the ones that lose it under the lock spin on with what is left of their budget
-    // instead of all going to sleep at once.
+    // The spin entry (`fast::spin_idle`), before the sleep on `work` below it stands in for:
+    // a submitter that claims a spinning worker skips the notification (a syscall), which
+    // dominates the cost of short tasks. Several spinners may see one token; the ones that
+    // lose it under the lock spin on with what is left of their budget instead of all going
+    // to sleep at once.
     let mut budget = spin::Budget::default();
-    while state.workers.wakeups == 0 && !state.closing && budget.left() {
-        let (spinning, running) = (state.waits.spinning, shared.lane.counts().running);
-        let Some(plan) = state
-            .spin
-            .plan(&budget, Spinner::Worker, spinning, running, shared.cpus)
-        else {
-            break;
-        };
-        state.waits.spinning += 1;
-        drop(state);
-        let outcome = spin::spin(&mut budget, plan, || {
-            shared.token_hint.load(Ordering::Acquire) > 0
-        });
-        state = lock(&shared.state);
-        state.waits.spinning -= 1;
-        state.spin.ended(Spinner::Worker, outcome);
+    while state.workers.wakeups == 0 && !state.closing {
+        match fast::spin_idle(shared, state, &mut budget) {
+            Entry::Done(again) => state = again,
+            Entry::FallBack(again) => {
+                state = again;
+                break;
+            }
+        }
     }
     let mut timed_out = false;
     loop {

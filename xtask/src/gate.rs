@@ -52,6 +52,11 @@ pub(crate) const STEPS: &[Step] = &[
         run: test,
     },
     Step {
+        name: "reference",
+        full_only: false,
+        run: reference,
+    },
+    Step {
         name: "loom",
         full_only: false,
         run: loom,
@@ -90,7 +95,9 @@ const GATE_TABLE: &str = "[package.metadata.gate]";
 /// Flags every Miri run uses.
 const MIRIFLAGS: &str = "-Zmiri-strict-provenance";
 
-/// Where the loom, TSan and Miri builds go, so the normal build is never thrown away.
+/// Where the reference, loom, TSan and Miri builds go, so the normal build is never thrown
+/// away.
+const TARGET_REFERENCE: &str = "target/reference";
 const TARGET_LOOM: &str = "target/loom";
 const TARGET_TSAN: &str = "target/tsan";
 const TARGET_MIRI: &str = "target/miri";
@@ -264,6 +271,32 @@ fn test(root: &Path) -> Outcome {
     // Stops the clusters whatever the tests did.
     drop(clusters);
     outcome(result)
+}
+
+/// The crates whose fast paths have a reference build, and the cfg that selects it: every
+/// fast entry falls back, so the pool runs on its locked state machine alone. A crate that
+/// does not honour the cfg (yet) runs its normal code, and the step still passes for it.
+const REFERENCE_CRATES: &[&str] = &["lockgate-worker", "lockgate-pdfpool"];
+const REFERENCE_RUSTFLAGS: &str = "--cfg lockgate_reference";
+
+/// The reference build: the lib tests (the proptest models among them) and the integration
+/// tests (the stress tests among them) of [`REFERENCE_CRATES`] with [`REFERENCE_RUSTFLAGS`],
+/// default features, in its own target dir. No bench, doc test or example is built.
+fn reference(root: &Path) -> Outcome {
+    let nextest = util::succeeds(cargo().args(["nextest", "--version"]));
+    let mut cmd = in_root(cargo(), root);
+    cmd.env("CARGO_TARGET_DIR", TARGET_REFERENCE)
+        .env("RUSTFLAGS", REFERENCE_RUSTFLAGS);
+    if nextest {
+        cmd.args(["nextest", "run", "--no-fail-fast"]);
+    } else {
+        cmd.arg("test");
+    }
+    for name in REFERENCE_CRATES {
+        cmd.args(["-p", name]);
+    }
+    cmd.args(["--lib", "--tests"]);
+    outcome(util::run(&mut cmd))
 }
 
 fn loom(root: &Path) -> Outcome {

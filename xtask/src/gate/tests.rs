@@ -9,7 +9,15 @@ fn quick_gate_runs_the_stable_steps_in_order() {
     let steps = select(&GateOptions::default()).unwrap();
     assert_eq!(
         names(&steps),
-        ["fmt", "clippy", "test", "loom", "tidy", "package"]
+        [
+            "fmt",
+            "clippy",
+            "test",
+            "reference",
+            "loom",
+            "tidy",
+            "package"
+        ]
     );
 }
 
@@ -23,7 +31,15 @@ fn full_gate_adds_the_nightly_steps_last() {
     assert_eq!(
         names(&steps),
         [
-            "fmt", "clippy", "test", "loom", "tidy", "package", "tsan", "miri"
+            "fmt",
+            "clippy",
+            "test",
+            "reference",
+            "loom",
+            "tidy",
+            "package",
+            "tsan",
+            "miri"
         ]
     );
 }

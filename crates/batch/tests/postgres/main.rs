@@ -3,6 +3,8 @@
 //! throwaway cluster (`pg`) and skips, saying why, without one; the durable cluster's tests
 //! skip without theirs (below).
 
+#[path = "../crash_harness/mod.rs"]
+mod crash_harness;
 #[path = "../pg/mod.rs"]
 mod pg;
 #[path = "../suite/mod.rs"]

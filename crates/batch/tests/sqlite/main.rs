@@ -2,6 +2,8 @@
 //! suite over it, faults of its file, one owner per file across processes, and a runner
 //! killed mid-job. The tests that need a second process re-run this binary as a child.
 
+#[path = "../crash_harness/mod.rs"]
+mod crash_harness;
 #[path = "../scratch/mod.rs"]
 mod scratch;
 #[path = "../suite/mod.rs"]

@@ -22,9 +22,18 @@ const TARGETS: u64 = 200;
 
 /// Starts this binary as a child running the ignored test `name` of this module over `db`.
 fn start_child(name: &str, db: &Path) -> (Child, BufReader<ChildStdout>) {
+    start_child_in(name, db, None)
+}
+
+/// [`start_child`], with the child's working folder `cwd` (for a relative `db`).
+fn start_child_in(name: &str, db: &Path, cwd: Option<&Path>) -> (Child, BufReader<ChildStdout>) {
     // The test's name in this binary: its path without the crate's name.
     let module = module_path!().split_once("::").unwrap().1;
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command
         .args([
             "--ignored",
             "--exact",
@@ -98,10 +107,12 @@ impl Hooks for EndSignal {
 /// Each file in `dir` with a hash of its bytes, to show that a refused open changed nothing.
 /// The `-shm` file is left out: it is SQLite's shared-memory index of the WAL, which the
 /// owner's own idle reads touch, and which SQLite rebuilds from the database and the WAL.
+/// Folders are left out too.
 fn snapshot(dir: &Path) -> Vec<(String, u64)> {
     use std::hash::{Hash, Hasher};
     let mut files: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
+        .filter(|entry| entry.as_ref().unwrap().path().is_file())
         .filter(|entry| {
             !entry
                 .as_ref()
@@ -194,6 +205,35 @@ fn a_live_file_is_refused_to_another_process() {
             "every target fetched once"
         );
     });
+}
+
+/// The lock follows the file, not its name: another process that opens a live store's file
+/// through a symlink, a hard link, or a relative path through `..` is refused, and changes
+/// nothing. (With the lock on a file named after the path, the symlink took the file over, and
+/// the hard link lost every job once both processes had closed.)
+#[cfg(unix)]
+#[test]
+fn another_process_is_refused_through_any_name_of_a_live_file() {
+    let scratch = Scratch::new("owner", "names");
+    let db = scratch.db();
+    let dir = db.parent().unwrap().to_path_buf();
+    let store = SqliteStore::open(&db).unwrap();
+    std::os::unix::fs::symlink(&db, dir.join("link.db")).unwrap();
+    std::fs::hard_link(&db, dir.join("hard.db")).unwrap();
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let relative = Path::new("sub").join("..").join(db.file_name().unwrap());
+    let before = snapshot(&dir);
+    for (name, path, cwd) in [
+        ("a symlink", dir.join("link.db"), None),
+        ("a hard link", dir.join("hard.db"), None),
+        ("a relative path", relative, Some(dir.as_path())),
+    ] {
+        let (mut child, mut stdout) = start_child_in("child_tries_to_open", &path, cwd);
+        assert_eq!(next_report(&mut stdout), "in use", "through {name}");
+        child.wait().unwrap();
+    }
+    assert_eq!(snapshot(&dir), before, "a refused open changed a file");
+    drop(store);
 }
 
 #[test]

@@ -17,16 +17,18 @@ use crate::error::StoreError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SqliteError {
-    /// Another store owns this database file, in this process or another (see
-    /// [`SqliteStore`](super::SqliteStore)'s "One owner"). Nothing was read or written. It
-    /// clears when that store is dropped or its process ends.
-    #[error("the database is in use by another store (owner lock {})", lock.display())]
+    /// Another store owns this database file, in this process or another, through this name
+    /// or any other (see [`SqliteStore`](super::SqliteStore)'s "One owner"). Nothing was read
+    /// or written. It clears when that store is dropped or its process ends.
+    #[error("the database {} is in use by another store", lock.display())]
     InUse {
-        /// The lock file beside the database.
+        /// The database file whose owner lock is held, by its canonical path.
         lock: PathBuf,
     },
     /// The path names no file (`""` or `":memory:"`, which SQLite reads as a private
-    /// temporary database). Nothing was opened.
+    /// temporary database), or a file with more than one hard link (SQLite names its WAL
+    /// after the path, so a second name can lose committed transactions). Nothing was
+    /// opened.
     #[error("{path:?} is not a database file path: {reason}")]
     InvalidPath {
         /// The path given.

@@ -38,10 +38,13 @@ use thread::ConnectionThread;
 /// # Guarantees
 ///
 /// - **One owner.** While a store has a file open, a second open of that file, from this
-///   process or another, fails with [`SqliteError::InUse`] and changes nothing. The lock
-///   (`<file>.lock` beside the database) is the kernel's: it goes with the process, so a
-///   killed owner's file opens at once in its successor. A dropped store's file opens again
-///   at once in the same process.
+///   process or another, through the same name or any other (a symlink, a hard link, a
+///   relative path), fails with [`SqliteError::InUse`] and changes nothing. The lock is the
+///   kernel's, on the database file itself: it goes with the process, so a killed owner's
+///   file opens at once in its successor. A dropped store's file opens again at once in the
+///   same process. A file with more than one hard link is refused at open
+///   ([`SqliteError::InvalidPath`]): SQLite names its WAL after the path, so a second name
+///   can lose committed transactions.
 /// - **Restart.** [`Runner::new`](crate::Runner::new) over a store holding `queued` or
 ///   `running` jobs puts them back into the rotation where it was. Targets already stored
 ///   keep their results and are not fetched again; pending ones are fetched.
@@ -89,7 +92,7 @@ use thread::ConnectionThread;
 pub struct SqliteStore {
     thread: ConnectionThread<Inner>,
     /// The owner lock's key, for handing the closing thread over on drop (`None` in memory).
-    owner_key: Option<PathBuf>,
+    owner_key: Option<owner::FileId>,
     /// The bytes stored, as of the last commit: read without a trip to the thread.
     stored_bytes: Arc<AtomicU64>,
     path: Option<PathBuf>,
@@ -252,7 +255,7 @@ impl SqliteStore {
         path: Option<PathBuf>,
     ) -> Result<Self, SqliteError> {
         let stored_bytes = Arc::new(AtomicU64::new(counters.bytes()));
-        let owner_key = owner.as_ref().map(|owner| owner.key().to_path_buf());
+        let owner_key = owner.as_ref().map(|owner| owner.id().clone());
         let inner = Inner {
             conn,
             counters,
@@ -261,7 +264,7 @@ impl SqliteStore {
             stored_bytes: Arc::clone(&stored_bytes),
             _owner: owner,
         };
-        let thread = ConnectionThread::spawn("batch-sqlite", inner, owner::closed)
+        let thread = ConnectionThread::spawn("batch-sqlite", inner)
             .map_err(|err| SqliteError::Unreadable(format!("no thread for the store: {err}")))?;
         Ok(Self {
             thread,

@@ -102,7 +102,8 @@ impl SqliteOptions {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags)?;
+        // The canonical path: SQLite names its WAL after it, whatever name was given.
+        let conn = Connection::open_with_flags(owner.path(), flags)?;
         self.prepare(conn, Some(owner), Some(path.to_path_buf()))
     }
 

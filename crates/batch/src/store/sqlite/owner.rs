@@ -1,137 +1,232 @@
-//! One owner per database file: an exclusive `flock`-style lock on a file beside it.
+//! One owner per database file, whatever the name it is opened by: an exclusive lock on the
+//! file itself.
 //!
 //! A SQLite store frees every claim it finds at start (`Store::recover`): correct for a
 //! restarted owner, fatal for a second store over a file that a live runner still serves (its
-//! claims would be freed under it and fetched twice). So a store takes this lock before it
-//! opens, or even reads, the database, and a second open — from this process or another —
-//! is refused with [`SqliteError::InUse`] and changes nothing.
+//! claims would be freed under it and fetched twice, its results stored by two processes). So
+//! a store takes this lock before it opens, or even reads, the database, and a second open,
+//! from this process or another and through any name, is refused with
+//! [`SqliteError::InUse`] and changes nothing.
 //!
-//! The lock is the OS's advisory whole-file lock (`File::try_lock`: `flock` on Unix,
-//! `LockFileEx` on Windows). The kernel drops it when the process ends, however it ends, so
-//! a SIGKILLed owner never blocks its successor. It sits on a separate file, `<db>.lock`,
-//! never on the database itself: closing any other descriptor of the database would drop
-//! SQLite's own POSIX locks on it. The lock file is left in place when the store closes
-//! (deleting it would race with an opener that has it open already); it is empty.
+//! # The file, not its name
 //!
-//! # Closing stores
+//! The lock is the OS's advisory whole-file lock (`File::try_lock`: `flock` on Unix) on the
+//! database file itself, which belongs to the file (its inode), not to the name: a symlink, a
+//! hard link, a relative path or a `..` all reach the same lock. (A lock file beside the
+//! database, as before, belonged to the name: a second process through a symlink took over a
+//! live store's file.) The kernel drops it when the process ends, however it ends, so a
+//! SIGKILLed owner never blocks its successor; `flock` and SQLite's own POSIX record locks are
+//! separate kinds and never meet.
 //!
-//! A dropped store's thread closes the connection and releases the lock on its own, a few
-//! milliseconds later, so that `drop` never blocks a tokio thread. Its handle goes into
-//! [`CLOSING`] first, and an open in this process that finds the lock taken looks there: a
-//! store of this process that is still closing the file is waited for, so "drop, then open
-//! again" always works. Only a live store, or another process, makes an open `InUse`.
+//! Two more things follow the file rather than the name:
+//! - SQLite opens the **canonical path** ([`OwnerLock::path`]: symlinks and `..` resolved),
+//!   so its `-wal` and `-shm` files sit beside the real file whatever name was given.
+//! - A file with **more than one hard link** is refused ([`SqliteError::InvalidPath`]) once
+//!   its lock is held: SQLite names its WAL after the path, so a file reached by two names
+//!   can lose or corrupt committed transactions even with one owner at a time (sqlite.org,
+//!   "How To Corrupt An SQLite Database File", 2.5). A second owner through another link
+//!   still meets the lock first: `InUse`.
 //!
-//! 1. `hand_over` closes the store's channel and records the thread's handle under the list's
-//!    lock, so an opener sees the store either live or in the list, never between.
-//! 2. The thread, once it has released the file lock, removes its own entry ([`closed`]),
-//!    so no handle of a finished thread stays behind (it would be a leaked, unjoined thread).
-//! 3. An opener refused by the file lock looks in the list under the list's lock. An entry:
-//!    it takes the handle, joins the thread (outside the list's lock) and tries again. No
-//!    entry: it tries the lock once more while still holding the list's lock, which settles a
-//!    thread that released the file between the first try and step 2. Refused again means a
-//!    live store or another process: `InUse`.
+//! # This process's own stores
 //!
-//! `CLOSING` is std's mutex, not the `sync` shim's: this is I/O, which the loom models leave
-//! out, and it never guards user code.
+//! Closing a descriptor of a file drops every POSIX lock this process holds on it, SQLite's
+//! included. So an open never touches the file while a store of this process has it: the
+//! registry ([`OWNERS`]) names each file (by device and inode) that a store of this process
+//! holds, and is consulted, under its mutex, before the file is opened.
+//!
+//! 1. [`OwnerLock::acquire`] looks the file up in the registry by its id (from `stat`, no
+//!    descriptor). A live store: `InUse`. A closing one: it waits on [`RELEASED`] until the
+//!    entry is gone, then looks again. None: it opens the file, takes the lock, and records
+//!    the file as live, all under the registry's mutex, so no other open of this process
+//!    slips in between.
+//! 2. A dropped store marks its entry closing ([`hand_over`]) as it closes its channel: an
+//!    opener then waits for it instead of answering `InUse`, so "drop, then open again"
+//!    always works.
+//! 3. The store's thread closes the connection, then drops its [`OwnerLock`], which closes
+//!    the locked descriptor (releasing the lock) and only then removes the entry and wakes
+//!    the waiters. So an entry is gone only once nothing of the store holds the file.
+//!
+//! The registry is std's mutex, not the `sync` shim's: this is I/O, which the loom models
+//! leave out, and it never guards user code.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use super::SqliteError;
 
-/// The threads of dropped stores still closing their file, by canonical lock-file path.
-static CLOSING: Mutex<Vec<(PathBuf, JoinHandle<()>)>> = Mutex::new(Vec::new());
+/// A file's identity, whatever its name: device and inode on Unix, the canonical path
+/// elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct FileId(#[cfg(unix)] (u64, u64), #[cfg(not(unix))] PathBuf);
 
-fn closing() -> std::sync::MutexGuard<'static, Vec<(PathBuf, JoinHandle<()>)>> {
+impl FileId {
+    #[cfg(unix)]
+    fn of(meta: &std::fs::Metadata, _canonical: &Path) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self((meta.dev(), meta.ino()))
+    }
+
+    #[cfg(not(unix))]
+    fn of(_meta: &std::fs::Metadata, canonical: &Path) -> Self {
+        Self(canonical.to_path_buf())
+    }
+}
+
+/// A file a store of this process holds, and whether that store is closing.
+#[derive(Debug)]
+struct Entry {
+    file: FileId,
+    closing: bool,
+}
+
+/// Step 1: the files this process's stores hold.
+static OWNERS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// Step 3: notified whenever an entry leaves [`OWNERS`].
+static RELEASED: Condvar = Condvar::new();
+
+fn owners() -> MutexGuard<'static, Vec<Entry>> {
     // A panic cannot leave the list half-changed: recover the guard.
-    CLOSING
+    OWNERS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Step 1: hands the closing thread of the store that owns `key` to later openers; `finish`
-/// closes the store's channel and returns its thread.
-pub(super) fn hand_over(key: &Path, finish: impl FnOnce() -> Option<JoinHandle<()>>) {
-    let mut list = closing();
-    if let Some(thread) = finish() {
-        list.push((key.to_path_buf(), thread));
+/// Step 2: marks the file of a dropped store as closing; `finish` closes the store's channel
+/// (its thread, whose handle is not needed: step 3 says when the file is free).
+pub(super) fn hand_over(file: &FileId, finish: impl FnOnce() -> Option<JoinHandle<()>>) {
+    let mut list = owners();
+    drop(finish());
+    if let Some(entry) = list.iter_mut().find(|entry| entry.file == *file) {
+        entry.closing = true;
     }
 }
 
-/// Step 2: called by a store's thread as its last act, after it released the file lock.
-pub(super) fn closed() {
-    let me = std::thread::current().id();
-    // Dropping our own handle detaches this thread, which is ending anyway.
-    closing().retain(|(_, thread)| thread.thread().id() != me);
-}
-
-/// Holds the owner lock of one database file until dropped.
+/// Holds the owner lock of one database file until dropped (step 3).
 #[derive(Debug)]
 pub(super) struct OwnerLock {
-    _file: File,
-    key: PathBuf,
+    file: Option<File>,
+    id: FileId,
+    path: PathBuf,
 }
 
 impl OwnerLock {
-    /// Takes the lock of the database at `db`, without waiting.
+    /// Takes the lock of the database at `db` (creating an empty file if there is none),
+    /// without waiting for another owner.
     ///
     /// # Errors
     ///
-    /// [`SqliteError::InUse`] if another store holds it; the lock file's I/O error otherwise
-    /// (a missing folder, no permission, a read-only file system).
+    /// [`SqliteError::InUse`] if another store holds it; [`SqliteError::InvalidPath`] if the
+    /// file has more than one hard link; the file's I/O error otherwise (a missing folder, no
+    /// permission, a read-only file system).
     pub(super) fn acquire(db: &Path) -> Result<Self, SqliteError> {
-        let path = lock_path(db);
+        let path = canonical(db)?;
+        let in_use = || SqliteError::InUse { lock: path.clone() };
+        let mut list = owners();
+        // Step 1: never open a file a store of this process holds.
+        // No file yet: no store of this process can hold it.
+        while let Ok(meta) = std::fs::metadata(&path) {
+            let id = FileId::of(&meta, &path);
+            match list.iter().find(|entry| entry.file == id) {
+                None => break,
+                Some(entry) if !entry.closing => return Err(in_use()),
+                Some(_) => {
+                    list = RELEASED
+                        .wait(list)
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                }
+            }
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .open(&path)
+            .or_else(|err| match err.kind() {
+                // A read-only file still takes the lock; SQLite's open then says read-only.
+                io::ErrorKind::PermissionDenied => File::open(&path),
+                _ => Err(err),
+            })
             .map_err(|err| io_error(&path, &err))?;
-        let key = std::fs::canonicalize(&path).map_err(|err| io_error(&path, &err))?;
-        let refused = || SqliteError::InUse { lock: path.clone() };
-        let mut waited = false;
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(Self { _file: file, key }),
-                Err(TryLockError::WouldBlock) if !waited => {
-                    waited = true;
-                    // Step 3.
-                    let closing_thread = {
-                        let mut list = closing();
-                        match list.iter().position(|(held, _)| *held == key) {
-                            Some(at) => list.swap_remove(at).1,
-                            None => match file.try_lock() {
-                                Ok(()) => return Ok(Self { _file: file, key }),
-                                Err(TryLockError::WouldBlock) => return Err(refused()),
-                                Err(TryLockError::Error(err)) => return Err(io_error(&path, &err)),
-                            },
-                        }
-                    };
-                    // A store of this process is closing the file: wait for it (this blocks,
-                    // as opening does anyway), then try once more.
-                    let _ = closing_thread.join();
-                }
-                Err(TryLockError::WouldBlock) => return Err(refused()),
-                Err(TryLockError::Error(err)) => return Err(io_error(&path, &err)),
+        let meta = file.metadata().map_err(|err| io_error(&path, &err))?;
+        let id = FileId::of(&meta, &path);
+        match file.try_lock() {
+            Ok(()) => {}
+            // Another process: this one holds no lock on the file, so closing ours is safe.
+            Err(TryLockError::WouldBlock) => return Err(in_use()),
+            Err(TryLockError::Error(err)) => return Err(io_error(&path, &err)),
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            if meta.nlink() > 1 {
+                return Err(SqliteError::InvalidPath {
+                    path: db.to_path_buf(),
+                    reason: format!(
+                        "the file has {} hard links: SQLite names its WAL after the path, \
+                         so a file reached by two names can lose committed transactions; \
+                         keep one name",
+                        meta.nlink()
+                    ),
+                });
             }
         }
+        list.push(Entry {
+            file: id.clone(),
+            closing: false,
+        });
+        Ok(Self {
+            file: Some(file),
+            id,
+            path,
+        })
     }
 
-    /// The lock file's canonical path: the key of [`hand_over`].
-    pub(super) fn key(&self) -> &Path {
-        &self.key
+    /// The file's identity: the key of [`hand_over`].
+    pub(super) fn id(&self) -> &FileId {
+        &self.id
+    }
+
+    /// The database's canonical path, which SQLite opens.
+    pub(super) fn path(&self) -> &Path {
+        &self.path
     }
 }
 
-/// The lock file of the database at `db`: `<db>.lock` beside it.
-pub(super) fn lock_path(db: &Path) -> PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push(".lock");
-    PathBuf::from(name)
+impl Drop for OwnerLock {
+    /// Step 3: the lock goes with the descriptor, then the entry.
+    fn drop(&mut self) {
+        drop(self.file.take());
+        let mut list = owners();
+        list.retain(|entry| entry.file != self.id);
+        drop(list);
+        RELEASED.notify_all();
+    }
+}
+
+/// `db` with symlinks, `.` and `..` resolved, from the root; for a file not created yet, its
+/// folder's canonical path and its name.
+fn canonical(db: &Path) -> Result<PathBuf, SqliteError> {
+    match std::fs::canonicalize(db) {
+        Ok(path) => Ok(path),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            let name = db.file_name().ok_or_else(|| SqliteError::InvalidPath {
+                path: db.to_path_buf(),
+                reason: "it names no file".into(),
+            })?;
+            let folder = match db.parent() {
+                Some(folder) if !folder.as_os_str().is_empty() => folder,
+                _ => Path::new("."),
+            };
+            let folder = std::fs::canonicalize(folder).map_err(|err| io_error(folder, &err))?;
+            Ok(folder.join(name))
+        }
+        Err(err) => Err(io_error(db, &err)),
+    }
 }
 
 fn io_error(path: &Path, err: &io::Error) -> SqliteError {
@@ -146,15 +241,22 @@ fn io_error(path: &Path, err: &io::Error) -> SqliteError {
 mod tests {
     use super::*;
 
+    fn folder(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("batch-owner-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn a_second_lock_of_one_file_is_refused_until_the_first_is_dropped() {
-        let dir = std::env::temp_dir().join(format!("batch-owner-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = folder("second");
         let db = dir.join("jobs.db");
         let first = OwnerLock::acquire(&db).unwrap();
         let second = OwnerLock::acquire(&db).unwrap_err();
+        let canonical = std::fs::canonicalize(&db).unwrap();
         assert!(
-            matches!(&second, SqliteError::InUse { lock } if *lock == lock_path(&db)),
+            matches!(&second, SqliteError::InUse { lock } if *lock == canonical),
             "{second:?}"
         );
         drop(first);
@@ -163,11 +265,55 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    #[cfg(unix)]
     #[test]
-    fn the_lock_file_sits_beside_the_database() {
-        assert_eq!(
-            lock_path(Path::new("/var/lib/app/jobs.db")),
-            Path::new("/var/lib/app/jobs.db.lock")
+    fn every_name_of_the_file_reaches_its_lock() {
+        let dir = folder("names");
+        let db = dir.join("jobs.db");
+        let first = OwnerLock::acquire(&db).unwrap();
+        std::os::unix::fs::symlink(&db, dir.join("link.db")).unwrap();
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        for other in [
+            dir.join("link.db"),
+            dir.join("sub").join("..").join("jobs.db"),
+        ] {
+            let refused = OwnerLock::acquire(&other).unwrap_err();
+            assert!(matches!(refused, SqliteError::InUse { .. }), "{other:?}");
+        }
+        assert_eq!(first.path(), std::fs::canonicalize(&db).unwrap());
+        drop(first);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_with_two_names_is_refused_once_locked() {
+        let dir = folder("links");
+        let db = dir.join("jobs.db");
+        std::fs::write(&db, b"").unwrap();
+        std::fs::hard_link(&db, dir.join("other.db")).unwrap();
+        let refused = OwnerLock::acquire(&db).unwrap_err();
+        assert!(
+            matches!(&refused, SqliteError::InvalidPath { reason, .. } if reason.contains("2 hard links")),
+            "{refused:?}"
         );
+        // Refused without keeping the lock: one name less, and it opens.
+        std::fs::remove_file(dir.join("other.db")).unwrap();
+        drop(OwnerLock::acquire(&db).unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_file_is_named_by_its_folders_canonical_path() {
+        let dir = folder("new");
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        let given = dir.join("sub").join("..").join("fresh.db");
+        let lock = OwnerLock::acquire(&given).unwrap();
+        assert_eq!(
+            lock.path(),
+            std::fs::canonicalize(&dir).unwrap().join("fresh.db")
+        );
+        drop(lock);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -25,8 +25,8 @@
 //! 6. [`ConnectionThread::finish`] (or dropping it) closes the channel; the thread finishes
 //!    the calls already sent, closes the connection (a WAL checkpoint: milliseconds), then
 //!    releases the owner lock and ends. Nothing waits for that on a tokio thread: the store's
-//!    `close` awaits the thread's `exited` signal, and `drop` leaves the join to whoever opens
-//!    the same file next in this process (`owner::closing`).
+//!    `close` awaits the thread's `exited` signal, and after `drop` whoever opens the same
+//!    file next in this process waits until the lock is released (`owner.rs`, step 3).
 //!
 //! This is I/O, not shared state: the thread and its channel are std's even under loom (the
 //! models cover the runner's state machines, not SQLite).
@@ -121,17 +121,12 @@ impl<C> std::fmt::Debug for ConnectionThread<C> {
 }
 
 impl<C: Batches + Send + 'static> ConnectionThread<C> {
-    /// Starts the thread, which owns `owned` until the thread ends, and then, as its last
-    /// act, calls `ended`.
+    /// Starts the thread, which owns `owned` until the thread ends.
     ///
     /// # Errors
     ///
     /// The OS refused a new thread.
-    pub(super) fn spawn(
-        name: &str,
-        owned: C,
-        ended: impl FnOnce() + Send + 'static,
-    ) -> std::io::Result<Self> {
+    pub(super) fn spawn(name: &str, owned: C) -> std::io::Result<Self> {
         let (calls, receiver) = mpsc::channel::<Box<dyn Call<C>>>();
         let (exit, exited) = oneshot::channel();
         let thread = std::thread::Builder::new()
@@ -151,7 +146,6 @@ impl<C: Batches + Send + 'static> ConnectionThread<C> {
                 // Step 6: the connection closes here, before the lock beside it is released.
                 drop(owned);
                 let _ = exit.send(());
-                ended();
             })?;
         Ok(Self {
             calls: Some(calls),

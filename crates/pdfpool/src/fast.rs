@@ -11,7 +11,7 @@
 //! | --- | --- | --- | --- |
 //! | `Gate::enter_fast` | `Gate::enter` | takes a free slot with one compare-and-swap while nobody waits | `Gate::enter_locked` |
 //! | `Gate::release_fast` | `Gate::release` | frees a slot with one compare-and-swap while nobody waits | `Gate::release_locked` |
-//! | `wait::task_mailbox` | `Pool::run`, `Waiter::wait_started` | the request that starts its job at once takes the outcome from the job's task | a oneshot channel, as every other waiter has |
+//! | `wait::task_mailbox` | `Pool::run` (its mailbox closure, then its `Started` arm) | the request that starts its job at once takes the outcome from the job's task | a oneshot channel, as every other waiter has |
 //!
 //! The table's index (`table/index.rs`: a scan of the live jobs, or two hash maps) is not an
 //! entry but a data-structure choice; both representations answer identically (its proptest).

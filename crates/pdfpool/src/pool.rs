@@ -202,7 +202,17 @@ where
                 let job = job.take().expect("a started job's closure was not queued");
                 let span = span.take().expect("a started job's span was not queued");
                 let task = job::spawn(Arc::clone(&self.shared), job_id, job, span);
-                return waiter.wait_started(receiver, task).await;
+                // The fast entry gave this request no channel: the task's output is its
+                // outcome. Fallen back, it waits on its channel like any waiter, and the task's
+                // output (`None`) goes unread. Two awaits of `run`, not one nested future: the
+                // nesting added work to every immediate start (counted with callgrind).
+                return match receiver {
+                    None => waiter.wait_for_task(task).await,
+                    Some(outcome) => {
+                        drop(task);
+                        waiter.wait(outcome, None).await
+                    }
+                };
             }
             Admission::Queued { waiter, deadline } => {
                 let waiter = Waiter::new(shared, waiter);

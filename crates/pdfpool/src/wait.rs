@@ -12,7 +12,7 @@
 //!
 //! # Cancel safety
 //!
-//! The awaits that can be cancelled are all in `Waiter::wait` and `Waiter::wait_started`: the
+//! The awaits that can be cancelled are all in `Waiter::wait` and `Waiter::wait_for_task`: the
 //! `select!` over the mailbox and the deadline `Sleep`, the final mailbox await, and the
 //! `JoinHandle` await (dropping a `JoinHandle` detaches the task; it does not cancel the job).
 //! Admission itself happens synchronously in the first poll, and each `run` arm wraps its
@@ -44,9 +44,9 @@ use crate::slab::Slab;
 use crate::table::{NewWaiter, WaiterId};
 
 /// Fast entry: the mailbox of a request that starts its job at once is [`Mailbox::Task`], no
-/// channel; [`Waiter::wait_started`] then awaits the job's task. Falls back (the caller makes
-/// a channel, as for every other waiter) for any other request, and always in the reference
-/// build.
+/// channel; `Pool::run` then awaits the job's task ([`Waiter::wait_for_task`]). Falls back
+/// (the caller makes a channel and waits on it, as every other waiter does) for any other
+/// request, and always in the reference build.
 ///
 /// Equivalent to a channel: the table never looks inside a mailbox, so admission, `leave`,
 /// `waiting` and every count are the same; only the outcome's way after the lock differs.
@@ -175,29 +175,14 @@ where
         self.received(received)
     }
 
-    /// Waits for the outcome of the job this request started at once (its `task`, `None` if
-    /// no runtime could spawn it): from the task itself if [`task_mailbox`] gave the request
-    /// no channel (`outcome` is `None`), else from its channel like any waiter (the task's
-    /// output, `None` then, goes unread).
-    pub(crate) async fn wait_started(
-        self,
-        outcome: Option<oneshot::Receiver<Outcome<V>>>,
-        task: Option<JoinHandle<Option<Outcome<V>>>>,
-    ) -> Outcome<V> {
-        match outcome {
-            None => self.wait_for_task(task).await,
-            Some(outcome) => {
-                drop(task);
-                self.wait(outcome, None).await
-            }
-        }
-    }
-
     /// Awaits the task of a job this request started at once: the task's output is the
     /// outcome [`deliver`] handed back for this waiter's [`Mailbox::Task`]. `None` (no
     /// runtime to spawn on: the job was torn down at once) and a task that ended without an
     /// output (its runtime shut down) mean `Closed`, as a dropped channel does.
-    async fn wait_for_task(mut self, task: Option<JoinHandle<Option<Outcome<V>>>>) -> Outcome<V> {
+    pub(crate) async fn wait_for_task(
+        mut self,
+        task: Option<JoinHandle<Option<Outcome<V>>>>,
+    ) -> Outcome<V> {
         let output = match task {
             Some(task) => task.await,
             None => Ok(None),

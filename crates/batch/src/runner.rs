@@ -332,7 +332,8 @@ where
     ///
     /// # Errors
     ///
-    /// As [`status`](Self::status).
+    /// As [`status`](Self::status); [`StatusError::Closed`] if the runner is closed and the
+    /// job is still live (nothing would report its changes).
     ///
     /// # Cancel safety
     ///
@@ -343,6 +344,13 @@ where
         // `watch.rs`, "No lost event").
         let mut watch = watchers.register(id, caller);
         let summary = self.summary(caller, id).await?;
+        // Nothing publishes after close: `close` empties the watchers, and a watch registered
+        // after that would wait forever on a live job. `closed` is set before the watchers
+        // are emptied, and our registration took their lock after that or was emptied with
+        // them, so a live job's watch is either ended by `close` or refused here.
+        if summary.status.is_live() && self.shared.closed.load(Ordering::Acquire) {
+            return Err(StatusError::Closed);
+        }
         watchers.publish_summary(id, caller, summary.progress());
         watch.mark_seen();
         Ok(watch)
@@ -357,7 +365,7 @@ where
     /// # Errors
     ///
     /// As [`status`](Self::status); [`StatusError::Closed`] if this runner closes before the
-    /// job ends. A job evicted between its end and the final read (a `max_bytes` smaller than
+    /// job ends, or was closed already and the job is live. A job evicted between its end and the final read (a `max_bytes` smaller than
     /// the job) is [`StatusError::NotFound`].
     ///
     /// # Cancel safety

@@ -15,6 +15,7 @@ mod scratch;
 mod suite;
 
 mod claim_ahead;
+mod close_races;
 mod executor;
 mod finish_beside;
 mod leases;

@@ -1,20 +1,18 @@
 //! The runner suite, generic over the store: every store passes the same tests.
 //!
-//! A store's test file instantiates it with one line:
+//! A test binary declares it (`#[path = "../suite/mod.rs"] mod suite;`), and a store's module
+//! instantiates it with one line (`model_suite!` likewise adds the model's proptests):
 //!
 //! ```ignore
-//! mod suite;
-//! suite::runner_suite!(lockgate_batch::store::MemoryStore::new);
+//! use crate::suite;
+//! crate::runner_suite!(lockgate_batch::store::MemoryStore::new);
 //! ```
 //!
 //! The argument is any expression callable as `Fn() -> S` for a `S: Store`. Every test runs on
 //! tokio's paused clock: time moves only when every task waits, so retries and timers are
 //! exact and nothing sleeps for real.
 
-#![allow(dead_code)]
-
 pub mod api;
-pub mod frozen;
 pub mod harness;
 pub mod model;
 pub mod watching;
@@ -22,7 +20,6 @@ pub mod watching;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[allow(unused_imports)] // used through `runner_suite!`
 pub use api::{
     a_fetch_is_told_its_job_index_and_caller, question_mark_in_a_fetch_stores_the_error_text,
     retry_later_waits_its_own_time_and_stores_its_reason, snapshots_round_trip_through_serde,
@@ -33,11 +30,10 @@ use lockgate_batch::{
     Caller, Config, ConfigError, InvalidJob, Job, JobId, JobStatus, NewError, Runner, StatusError,
     SubmitError, TargetOutcome, TargetState,
 };
-#[allow(unused_imports)] // used through `runner_suite!`
 pub use watching::{
     a_key_submits_once, cancel_ends_wait_and_watch, close_ends_a_wait_on_a_live_job,
-    counts_and_jobs_without_reading_targets, wait_returns_the_final_job,
-    watch_sees_each_step_in_order,
+    counts_and_jobs_without_reading_targets, wait_and_watch_after_close_answer_at_once,
+    wait_returns_the_final_job, watch_sees_each_step_in_order,
 };
 
 /// Instantiates every suite test for the store made by `$make`.
@@ -77,6 +73,7 @@ macro_rules! runner_suite {
             watch_sees_each_step_in_order,
             cancel_ends_wait_and_watch,
             close_ends_a_wait_on_a_live_job,
+            wait_and_watch_after_close_answer_at_once,
             counts_and_jobs_without_reading_targets,
             a_key_submits_once,
         );

@@ -124,6 +124,40 @@ pub async fn close_ends_a_wait_on_a_live_job<S: Store>(make: impl Fn() -> S) {
     assert!(matches!(waited, Err(StatusError::Closed)), "{waited:?}");
 }
 
+/// `wait` and `watch` called after `close` on a job that is still live answer `Closed` at
+/// once (nothing would report the job's changes any more); on an ended job they answer as
+/// before. Before, both waited forever: `close` had emptied the watchers, and a watch
+/// registered afterwards was never published to nor ended.
+pub async fn wait_and_watch_after_close_answer_at_once<S: Store>(make: impl Fn() -> S) {
+    let (runner, recorder, _) = start(make(), config(1)).await;
+    let (ann, bob) = (caller("ann"), caller("bob"));
+    let done = runner
+        .submit(&bob, &targets("b", &[Plan::Ok]))
+        .await
+        .unwrap();
+    runner.wait(&bob, done).await.unwrap();
+    let live = runner
+        .submit(&ann, &targets("a", &[Plan::Hold, Plan::Ok]))
+        .await
+        .unwrap();
+    super::started(&recorder, "a1").await;
+    runner.close().await;
+    let waited = runner.wait(&ann, live).await;
+    assert!(matches!(waited, Err(StatusError::Closed)), "{waited:?}");
+    let watched = runner.watch(&ann, live).await;
+    assert!(
+        matches!(watched, Err(StatusError::Closed)),
+        "{:?}",
+        watched.err()
+    );
+    assert_eq!(
+        runner.wait(&bob, done).await.unwrap().status,
+        JobStatus::Done
+    );
+    let ended = runner.watch(&bob, done).await.unwrap();
+    assert_eq!(ended.progress().status, JobStatus::Done);
+}
+
 pub async fn counts_and_jobs_without_reading_targets<S: Store>(make: impl Fn() -> S) {
     let (runner, _, _) = start(make(), config(1)).await;
     let (ann, bob) = (caller("ann"), caller("bob"));

@@ -5,6 +5,8 @@
 
 #[path = "../crash_harness/mod.rs"]
 mod crash_harness;
+#[path = "../frozen/mod.rs"]
+mod frozen;
 #[path = "../pg/mod.rs"]
 mod pg;
 #[path = "../suite/mod.rs"]

@@ -4,7 +4,7 @@
 use lockgate_batch::store::PostgresStore;
 use proptest::prelude::Strategy;
 
-use crate::suite::frozen::Frozen;
+use crate::frozen::Frozen;
 use crate::{pg, suite};
 
 /// A store over a fresh schema with the test options, each call one atomic step in the test's

@@ -1,7 +1,5 @@
 //! [`Scratch`]: a fresh folder per test under the system temp dir, removed on drop.
 
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 
 /// A fresh folder, named after the test binary's `prefix`, the test's `name` and the process.

@@ -4,6 +4,8 @@
 
 #[path = "../crash_harness/mod.rs"]
 mod crash_harness;
+#[path = "../frozen/mod.rs"]
+mod frozen;
 #[path = "../scratch/mod.rs"]
 mod scratch;
 #[path = "../suite/mod.rs"]

@@ -4,8 +4,8 @@
 use lockgate_batch::store::SqliteStore;
 use proptest::prelude::Strategy;
 
+use crate::frozen::Frozen;
 use crate::suite;
-use crate::suite::frozen::Frozen;
 
 fn store() -> Frozen<SqliteStore> {
     Frozen::new(SqliteStore::open_in_memory().expect("in-memory sqlite"))

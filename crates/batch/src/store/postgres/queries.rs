@@ -926,9 +926,10 @@ fn to_summary(row: &Row) -> Result<JobSummary> {
         status: row.get(1),
         created: row.get(2),
         updated: row.get(3),
-        total: row.get(4),
-        done: row.get(5),
-        failed: row.get(6),
+        // INTEGER columns here (SQLite's are all 64-bit).
+        total: row.get::<_, i32>(4).into(),
+        done: row.get::<_, i32>(5).into(),
+        failed: row.get::<_, i32>(6).into(),
     };
     row.summary().map_err(PostgresError::InvalidRow)
 }

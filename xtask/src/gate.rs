@@ -165,14 +165,20 @@ pub(crate) fn summary(
     not_run: &[&str],
     total: Duration,
 ) -> String {
+    // Names padded to the longest, so every column lines up whatever the steps are called.
+    let names = report
+        .iter()
+        .map(|(name, ..)| *name)
+        .chain(not_run.iter().copied());
+    let width = names.chain(["total"]).map(str::len).max().unwrap_or(0);
     let mut out = String::from("gate summary:\n");
     for (name, status, took) in report {
-        out.push_str(&format!("  {name:<8} {status:<8} {took:>8.1?}\n"));
+        out.push_str(&format!("  {name:<width$} {status:<8} {took:>8.1?}\n"));
     }
     for name in not_run {
-        out.push_str(&format!("  {name:<8} not run\n"));
+        out.push_str(&format!("  {name:<width$} not run\n"));
     }
-    out.push_str(&format!("  total             {total:>8.1?}\n"));
+    out.push_str(&format!("  {:<width$} {:<8} {total:>8.1?}\n", "total", ""));
     out
 }
 

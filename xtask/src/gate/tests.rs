@@ -69,11 +69,27 @@ fn the_summary_shows_skipped_and_failed_steps_what_was_not_run_and_the_total() {
     assert_eq!(
         summary(&report, &["package"], ms(4610)),
         "gate summary:\n\
-         \x20 fmt      passed       1.2s\n\
-         \x20 loom     SKIPPED    10.0ms\n\
-         \x20 tidy     FAILED       3.4s\n\
-         \x20 package  not run\n\
-         \x20 total                 4.6s\n"
+         \x20 fmt     passed       1.2s\n\
+         \x20 loom    SKIPPED    10.0ms\n\
+         \x20 tidy    FAILED       3.4s\n\
+         \x20 package not run\n\
+         \x20 total                4.6s\n"
+    );
+}
+
+#[test]
+fn the_summary_lines_up_under_its_longest_step_name() {
+    let ms = Duration::from_millis;
+    let report = [
+        ("fmt", "passed", ms(1200)),
+        ("reference", "passed", ms(500)),
+    ];
+    assert_eq!(
+        summary(&report, &[], ms(1700)),
+        "gate summary:\n\
+         \x20 fmt       passed       1.2s\n\
+         \x20 reference passed    500.0ms\n\
+         \x20 total                  1.7s\n"
     );
 }
 

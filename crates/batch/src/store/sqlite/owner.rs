@@ -45,6 +45,10 @@
 //! 3. The store's thread closes the connection, then drops its [`OwnerLock`], which closes
 //!    the locked descriptor (releasing the lock) and only then removes the entry and wakes
 //!    the waiters. So an entry is gone only once nothing of the store holds the file.
+//! 4. A lock belongs to the open file, which a fork shares: a child forked while a store held
+//!    the file keeps the lock until it execs (the descriptor is close-on-exec). A refused lock
+//!    is therefore tried again for [`FORK_WINDOW_TRIES`] × [`FORK_WINDOW_PAUSE`] before
+//!    `InUse`, so a store dropped while another thread spawned a process still reopens.
 //!
 //! The registry is std's mutex, not the `sync` shim's: this is I/O, which the loom models
 //! leave out, and it never guards user code.
@@ -81,6 +85,12 @@ struct Entry {
     file: FileId,
     closing: bool,
 }
+
+/// How often, and how far apart, a refused lock is tried again before `InUse` (100 ms in
+/// all): long enough for a child forked while a store of this process held the file to exec,
+/// which closes its copy of the descriptor.
+const FORK_WINDOW_TRIES: u32 = 20;
+const FORK_WINDOW_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Step 1: the files this process's stores hold.
 static OWNERS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
@@ -154,11 +164,21 @@ impl OwnerLock {
             .map_err(|err| io_error(&path, &err))?;
         let meta = file.metadata().map_err(|err| io_error(&path, &err))?;
         let id = FileId::of(&meta, &path);
-        match file.try_lock() {
-            Ok(()) => {}
-            // Another process: this one holds no lock on the file, so closing ours is safe.
-            Err(TryLockError::WouldBlock) => return Err(in_use()),
-            Err(TryLockError::Error(err)) => return Err(io_error(&path, &err)),
+        // Refused: another process holds the lock (this one holds no lock on the file, so
+        // closing ours is safe), or a child this process forked meanwhile still holds a copy
+        // of a dropped store's descriptor until it execs (a lock belongs to the open file,
+        // which a fork shares). That window is short: try again for a while before `InUse`.
+        let mut tries = 0;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) if tries < FORK_WINDOW_TRIES => {
+                    tries += 1;
+                    std::thread::sleep(FORK_WINDOW_PAUSE);
+                }
+                Err(TryLockError::WouldBlock) => return Err(in_use()),
+                Err(TryLockError::Error(err)) => return Err(io_error(&path, &err)),
+            }
         }
         #[cfg(unix)]
         {

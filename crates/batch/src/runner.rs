@@ -344,15 +344,15 @@ where
         // `watch.rs`, "No lost event").
         let mut watch = watchers.register(id, caller);
         let summary = self.summary(caller, id).await?;
+        watchers.publish_summary(id, caller, summary.progress());
+        let progress = watch.settle(summary.progress());
         // Nothing publishes after close: `close` empties the watchers, and a watch registered
         // after that would wait forever on a live job. `closed` is set before the watchers
         // are emptied, and our registration took their lock after that or was emptied with
         // them, so a live job's watch is either ended by `close` or refused here.
-        if summary.status.is_live() && self.shared.closed.load(Ordering::Acquire) {
+        if progress.status.is_live() && self.shared.closed.load(Ordering::Acquire) {
             return Err(StatusError::Closed);
         }
-        watchers.publish_summary(id, caller, summary.progress());
-        watch.mark_seen();
         Ok(watch)
     }
 

@@ -258,6 +258,22 @@ impl JobWatch {
             .borrow_and_update()
             .expect("a watch is returned only after its first progress is known")
     }
+
+    /// Takes the watcher's first read, `read`, after it was handed to
+    /// [`Watchers::publish_summary`], and returns the progress the watch starts from.
+    ///
+    /// If `close` emptied the table between the registration and that publish, the channel
+    /// never received `read` and its sender is gone: the watch then ends at once, holding
+    /// `read` (a closed runner reports nothing more).
+    pub(crate) fn settle(&mut self, read: Progress) -> Progress {
+        if self.receiver.borrow().is_none() {
+            let (sender, receiver) = watch::channel(Some(read));
+            drop(sender);
+            drop(std::mem::replace(&mut self.receiver, receiver));
+            self.watchers.release(self.job);
+        }
+        self.mark_seen()
+    }
 }
 
 impl Drop for JobWatch {
@@ -267,5 +283,52 @@ impl Drop for JobWatch {
         drop(dummy_sender);
         drop(std::mem::replace(&mut self.receiver, dummy));
         self.watchers.release(self.job);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::Counts;
+
+    fn progress(status: JobStatus) -> Progress {
+        Progress::new(status, Counts::default(), None)
+    }
+
+    /// `close` empties the table between a watcher's registration and its first publish:
+    /// the watch ends at once and holds what the watcher read.
+    #[tokio::test]
+    async fn a_watch_emptied_by_close_before_its_first_read_ends_with_that_read() {
+        for read in [JobStatus::Running, JobStatus::Done] {
+            let watchers = Arc::new(Watchers::default());
+            let ann = Caller::new("ann");
+            let mut watch = watchers.register(JobId::new(1), &ann);
+            watchers.clear();
+            watchers.publish_summary(JobId::new(1), &ann, progress(read));
+            assert_eq!(watch.settle(progress(read)).status, read);
+            assert_eq!(watch.progress().status, read);
+            assert_eq!(watch.changed().await, None);
+            assert!(!watchers.any());
+        }
+    }
+
+    /// Without a close in between, the first read goes through the channel: later
+    /// publishes reach the watch.
+    #[tokio::test]
+    async fn a_watch_settled_on_its_channel_sees_later_changes() {
+        let watchers = Arc::new(Watchers::default());
+        let ann = Caller::new("ann");
+        let mut watch = watchers.register(JobId::new(1), &ann);
+        watchers.publish_summary(JobId::new(1), &ann, progress(JobStatus::Queued));
+        assert_eq!(
+            watch.settle(progress(JobStatus::Queued)).status,
+            JobStatus::Queued
+        );
+        watchers.publish(JobId::new(1), progress(JobStatus::Done));
+        assert_eq!(
+            watch.changed().await.map(|p| p.status),
+            Some(JobStatus::Done)
+        );
+        assert_eq!(watch.changed().await, None);
     }
 }

@@ -8,24 +8,24 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 
 /// Callers the sequences use; every op picks one of these by position.
-pub const CALLERS: [&str; 3] = ["ann", "bob", "cy"];
+pub(crate) const CALLERS: [&str; 3] = ["ann", "bob", "cy"];
 
 /// Idempotency keys the sequences use.
-pub const KEYS: [&str; 2] = ["k0", "k1"];
+pub(crate) const KEYS: [&str; 2] = ["k0", "k1"];
 
 /// Which claim an operation uses.
 #[derive(Debug, Clone, Copy)]
-pub struct ClaimPick {
+pub(crate) struct ClaimPick {
     /// Pick among the claims still current (by the reference), if there are any; else among
     /// every claim handed out so far, stale ones included.
-    pub current: bool,
+    pub(crate) current: bool,
     /// The position among those.
-    pub index: Index,
+    pub(crate) index: Index,
 }
 
 /// Who asks about a job.
 #[derive(Debug, Clone, Copy)]
-pub enum Asker {
+pub(crate) enum Asker {
     /// The job's own caller.
     Owner,
     /// `CALLERS[n]`, who may or may not own it.
@@ -34,17 +34,17 @@ pub enum Asker {
 
 /// Which job an operation names, and who asks.
 #[derive(Debug, Clone, Copy)]
-pub struct JobPick {
+pub(crate) struct JobPick {
     /// A job submitted earlier in the sequence (evicted ones included), by position; `None`
     /// names an id no store ever minted.
-    pub job: Option<Index>,
+    pub(crate) job: Option<Index>,
     /// Who asks.
-    pub asker: Asker,
+    pub(crate) asker: Asker,
 }
 
 /// A result to store.
 #[derive(Debug, Clone, Copy)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// `Done` with an output of `len` characters inside its JSON quotes.
     Done {
         /// The output's length.
@@ -61,7 +61,7 @@ pub enum Outcome {
 
 /// The budget an eviction gets.
 #[derive(Debug, Clone, Copy)]
-pub enum Budget {
+pub(crate) enum Budget {
     /// Remove every ended, idle job.
     Zero,
     /// `u64::MAX`: remove nothing.
@@ -74,7 +74,7 @@ pub enum Budget {
 
 /// One call (or a step of the clock) in a sequence.
 #[derive(Debug, Clone)]
-pub enum Op {
+pub(crate) enum Op {
     /// `submit` a job of `CALLERS[caller]`, one target per entry of `targets` (its extra
     /// length), with key `KEYS[k]` if `key` is `Some(k)`, refused when `max_live_jobs` are
     /// live.
@@ -92,14 +92,20 @@ pub enum Op {
     Claim,
     /// `renew` a claim.
     Renew(ClaimPick),
-    /// `complete` a claim with a result.
-    Complete(ClaimPick, Outcome),
-    /// `complete_and_claim`: `complete` a claim, and maybe claim another job in the same step.
-    CompleteAndClaim(ClaimPick, Outcome),
-    /// `retry_later` a claim, ready again `wait_ms` from now, first busy at the claim's own
-    /// `busy_since` or now (what the runner passes).
+    /// `finish` a claim with a result to store ([`ClaimEnd::Stored`]).
+    ///
+    /// [`ClaimEnd::Stored`]: crate::store::ClaimEnd::Stored
+    Store(ClaimPick, Outcome),
+    /// The same with `take_next`: the store may claim another job in the same step.
+    StoreTakingNext(ClaimPick, Outcome),
+    /// `finish` a claim as busy ([`ClaimEnd::RetryLater`]), ready again `wait_ms` from now,
+    /// first busy at the claim's own `busy_since` or now (what the runner passes).
+    ///
+    /// [`ClaimEnd::RetryLater`]: crate::store::ClaimEnd::RetryLater
     RetryLater(ClaimPick, u64),
-    /// `release` a claim.
+    /// `finish` a claim without a result ([`ClaimEnd::Released`]).
+    ///
+    /// [`ClaimEnd::Released`]: crate::store::ClaimEnd::Released
     Release(ClaimPick),
     /// `cancel` a job.
     Cancel(JobPick),
@@ -164,7 +170,7 @@ fn millis() -> impl Strategy<Value = u64> {
 }
 
 /// One operation, weighted so that jobs get submitted, claimed and finished often.
-pub fn op() -> impl Strategy<Value = Op> {
+pub(crate) fn op() -> impl Strategy<Value = Op> {
     let submit = (
         0..CALLERS.len(),
         // Now and then no target at all: refused before anything else.
@@ -185,8 +191,8 @@ pub fn op() -> impl Strategy<Value = Op> {
         8 => submit,
         10 => Just(Op::Claim),
         2 => claim_pick().prop_map(Op::Renew),
-        6 => (claim_pick(), outcome()).prop_map(|(c, o)| Op::Complete(c, o)),
-        4 => (claim_pick(), outcome()).prop_map(|(c, o)| Op::CompleteAndClaim(c, o)),
+        6 => (claim_pick(), outcome()).prop_map(|(c, o)| Op::Store(c, o)),
+        4 => (claim_pick(), outcome()).prop_map(|(c, o)| Op::StoreTakingNext(c, o)),
         3 => (claim_pick(), millis()).prop_map(|(c, ms)| Op::RetryLater(c, ms)),
         2 => claim_pick().prop_map(Op::Release),
         2 => job_pick().prop_map(Op::Cancel),
@@ -202,6 +208,6 @@ pub fn op() -> impl Strategy<Value = Op> {
 }
 
 /// A sequence of up to `max_len` operations.
-pub fn sequence(max_len: usize) -> impl Strategy<Value = Vec<Op>> {
+pub(crate) fn sequence(max_len: usize) -> impl Strategy<Value = Vec<Op>> {
     proptest::collection::vec(op(), 1..=max_len)
 }

@@ -1,18 +1,17 @@
-//! The reference store: the [`Store`](lockgate_batch::store::Store) trait's documented rules, written
-//! as plainly as possible, for `tests/spec.rs` to hold every real store against.
+//! The reference store: the [`Store`](crate::store::Store) contract's documented rules,
+//! written as plainly as possible, for the kit to hold every real store against.
 //!
-//! It is written from the trait's documentation (`src/store/mod.rs`), not from any store: one
-//! `Vec` of jobs in submit order, scanned from the start by every call, with nothing cached
-//! that can be computed (counts, bytes and the live-job count are recounted on every read).
-//! It is slow on purpose; the point is that each rule reads as one short, obviously right
-//! function, so a disagreement with a real store is a question about the store (or about
-//! the docs), never about an index that drifted.
+//! It is written from the contract's documentation (`src/store/mod.rs`), not from any store:
+//! one `Vec` of jobs in submit order, scanned from the start by every call, with nothing
+//! cached that can be computed (counts, bytes and the live-job count are recounted on every
+//! read). It is slow on purpose; the point is that each rule reads as one short, obviously
+//! right function, so a disagreement with a real store is a question about the store (or
+//! about the docs), never about an index that drifted.
 //!
-//! Each method mirrors the `Store` call of the same name, takes the same arguments, and
-//! returns the same answer. Where the crate's answer types cannot be built outside it
-//! (`Submitted`, `Claim`, `Ended`, `Completion` and `CancelOutcome` are `#[non_exhaustive]`
-//! or carry such a type), this module declares a plain copy with the same fields, and the
-//! spec translates each store's answer into it before comparing.
+//! Each method mirrors the store call of the same name, takes the same arguments, and returns
+//! the same answer, in plain copies of the crate's answer types: the checker translates each
+//! store's ids into the reference's before comparing, and leaves out what is the store's own
+//! business (its tokens, whether `finish` hands a next claim back).
 //!
 //! # The rules, as modelled here
 //!
@@ -23,22 +22,29 @@
 //!   retry time still to come), claims its first pending target, marks it `running`
 //!   (reporting `started` if it was `queued`), and sets the cursor to the job after it. A
 //!   job it skips (in flight, waiting to retry) passes behind the cursor like any other.
-//! - **Fencing.** Each claim gets a fresh token; `renew`, `complete`, `retry_later` and
-//!   `release` act only under the job's current token, and any of the last three ends the
-//!   claim.
+//! - **Fencing.** Each claim gets a fresh token; `renew` and `finish` act only under the
+//!   job's current token, and `finish` ends the claim whichever way it ends
+//!   ([`ClaimEnd::Stored`], [`ClaimEnd::RetryLater`], [`ClaimEnd::Released`]).
+//! - **The next claim.** A `finish` asked to `take_next` may claim in the same step, or not:
+//!   that is the store's choice. When the store hands a claim back, it must be the claim
+//!   [`claim`](Reference::claim) would make right after the finish, among the other jobs
+//!   ([`Reference::claim_next`]); a stale finish, or one not asked, hands none back.
 //! - **Leases** (only with [`Rules::lease`]). A claim's lease ends `lease` after its claim,
 //!   and a renew moves the end to `now + lease` (never earlier). A claim whose lease end has
 //!   come (`end <= now`) is taken back by the next `claim`, before it picks: its token goes
 //!   stale and its job's next claim reports `rescued`; a taken-back claim on a cancelled job
-//!   simply ends. Until then it is still current (a late `renew` or `complete` still works).
+//!   simply ends. Until then it is still current (a late `renew` or `finish` still works).
 //! - **Recover.** A store owned by one process ([`Rules::recover_frees_claims`]) frees every
 //!   claim (its holder is gone; the next claim is not a rescue); a shared store leaves claims
 //!   to their leases. Either way it answers the live-job count.
+//! - **Bytes.** A job's bytes are its targets' JSON and its stored results
+//!   ([`TargetState::stored_bytes`]); a stored result adds its own.
 //! - **Eviction order.** A job's touch time is the latest of its submit, its last `touch`,
-//!   and the moment it became evictable (ended with no claim out: a cancel of an idle job, the
-//!   completion that ends it, or the end of the claim a cancelled job still had out). Ties are
-//!   impossible: one counter orders them all. When one claim takes back several lapsed claims
-//!   of cancelled jobs, they become evictable in order of lease end, then submit order.
+//!   and the moment it became evictable (ended with no claim out: a cancel of an idle job,
+//!   the finish that stores its last target, or the end of the claim a cancelled job still
+//!   had out). Ties are impossible: one counter orders them all. When one claim takes back
+//!   several lapsed claims of cancelled jobs, they become evictable in order of lease end,
+//!   then submit order.
 //! - **Wake-ups.** [`Reference::next_wakeup`] is the earliest lease end of a current claim or
 //!   the earliest retry time still to come of a job that waits only for it. A retry time that
 //!   has already come is not a wake-up of its own here, since such a job is simply ready;
@@ -47,40 +53,26 @@
 
 use std::time::Duration;
 
-use lockgate_batch::store::{Evicted, NewJob, Timestamp};
-use lockgate_batch::{
-    Caller, Counts, Job, JobId, JobStatus, JobSummary, Progress, TargetEntry, TargetOutcome,
-    TargetState,
-};
+use super::Rules;
+use crate::hooks::TargetOutcome;
+use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
+use crate::store::{ClaimEnd, Evicted, NewJob, Timestamp};
+use crate::summary::{JobSummary, Progress};
 
-/// What differs between stores, as far as the rules go.
+/// [`crate::store::Submitted`], as the reference answers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rules {
-    /// The lease a claim holds without renewal, judged on the callers' clock; `None` when
-    /// claims never lapse within a test (no lease, or one far longer than any test).
-    pub lease: Option<Duration>,
-    /// `recover` frees every claim (a store owned by one process); otherwise it leaves them
-    /// to their leases (a shared store).
-    pub recover_frees_claims: bool,
-    /// `complete_and_claim` also claims (the PostgreSQL store); otherwise it only stores (the
-    /// trait's default).
-    pub claims_with_complete: bool,
-}
-
-/// [`lockgate_batch::store::Submitted`], as the reference answers it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Submitted {
+pub(crate) struct Submitted {
     /// The job's id: new, or the caller's stored job with the same key.
-    pub id: JobId,
+    pub(crate) id: JobId,
     /// Live jobs right after.
-    pub live_jobs: usize,
+    pub(crate) live_jobs: usize,
     /// The caller had a job stored with the same key; nothing was added.
-    pub existing: bool,
+    pub(crate) existing: bool,
 }
 
-/// The refusals of [`lockgate_batch::SubmitError`] that a store itself decides.
+/// The refusals of [`crate::SubmitError`] that a store itself decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// The job has no targets.
     Empty,
     /// `max_live_jobs` jobs are live already.
@@ -92,45 +84,45 @@ pub enum Refusal {
     },
 }
 
-/// [`lockgate_batch::store::Claim`], as the reference hands it out.
+/// [`crate::store::Claim`], as the reference hands it out.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Claim {
+pub(crate) struct Claim {
     /// The job.
-    pub job: JobId,
+    pub(crate) job: JobId,
     /// Its caller.
-    pub caller: Caller,
+    pub(crate) caller: Caller,
     /// The target's index.
-    pub index: usize,
+    pub(crate) index: usize,
     /// The target, as JSON.
-    pub target_json: String,
+    pub(crate) target_json: String,
     /// The fencing token (the reference counts from 1).
-    pub token: u64,
+    pub(crate) token: u64,
     /// When this target first came back busy, if it has.
-    pub busy_since: Option<Timestamp>,
+    pub(crate) busy_since: Option<Timestamp>,
     /// This claim takes over one whose lease lapsed.
-    pub rescued: bool,
+    pub(crate) rescued: bool,
     /// This claim moved its job from `queued` to `running`.
-    pub started: bool,
+    pub(crate) started: bool,
 }
 
-/// [`lockgate_batch::store::Ended`], as the reference reports it.
+/// [`crate::store::Ended`], as the reference reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ended {
+pub(crate) struct Ended {
     /// The job.
-    pub job: JobId,
+    pub(crate) job: JobId,
     /// Its terminal status.
-    pub status: JobStatus,
+    pub(crate) status: JobStatus,
     /// Its counts when it ended.
-    pub counts: Counts,
+    pub(crate) counts: Counts,
     /// How long after its submit it ended.
-    pub after: Duration,
+    pub(crate) after: Duration,
     /// Live jobs right after.
-    pub live_jobs: usize,
+    pub(crate) live_jobs: usize,
 }
 
-/// [`lockgate_batch::store::Completion`], as the reference reports it.
+/// [`crate::store::Completion`], as the reference reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Completion {
+pub(crate) enum Completion {
     /// The result is stored.
     Stored {
         /// The bytes it added.
@@ -140,13 +132,15 @@ pub enum Completion {
         /// The job right after.
         progress: Progress,
     },
-    /// The claim is not current: nothing was stored.
+    /// The claim ended without a result (a busy retry or a release).
+    Pending,
+    /// The claim is not current: nothing changed.
     Stale,
 }
 
-/// [`lockgate_batch::store::CancelOutcome`], as the reference reports it.
+/// [`crate::store::CancelOutcome`], as the reference reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CancelOutcome {
+pub(crate) enum CancelOutcome {
     /// No such job for this caller.
     NotFound,
     /// The job had ended already.
@@ -190,7 +184,7 @@ struct Entry {
     rescue: bool,
     /// When its next target first came back busy, if it has.
     busy_since: Option<Timestamp>,
-    /// Not ready before this (set by `retry_later`, cleared by its next claim).
+    /// Not ready before this (set by a finish with `RetryLater`, cleared by its next claim).
     retry_at: Option<Timestamp>,
     /// Its touch time, on the store-wide touch counter.
     touched: u64,
@@ -248,7 +242,7 @@ impl Entry {
 
 /// The reference store: see the module docs.
 #[derive(Debug, Clone)]
-pub struct Reference {
+pub(crate) struct Reference {
     /// How it differs per store.
     rules: Rules,
     /// Every stored job, in submit order.
@@ -266,7 +260,7 @@ pub struct Reference {
 
 impl Reference {
     /// An empty store under `rules`.
-    pub fn new(rules: Rules) -> Self {
+    pub(crate) fn new(rules: Rules) -> Self {
         Self {
             rules,
             jobs: Vec::new(),
@@ -299,17 +293,17 @@ impl Reference {
     }
 
     /// Live (queued or running) jobs now.
-    pub fn live_jobs(&self) -> usize {
+    pub(crate) fn live_jobs(&self) -> usize {
         self.jobs.iter().filter(|j| j.status.is_live()).count()
     }
 
     /// Bytes stored now: every job's target JSON and stored results.
-    pub fn stored_bytes(&self) -> u64 {
+    pub(crate) fn stored_bytes(&self) -> u64 {
         self.jobs.iter().map(Entry::bytes).sum()
     }
 
     /// The live jobs, in submit order, with their callers.
-    pub fn live(&self) -> Vec<(JobId, Caller)> {
+    pub(crate) fn live(&self) -> Vec<(JobId, Caller)> {
         self.jobs
             .iter()
             .filter(|j| j.status.is_live())
@@ -318,7 +312,7 @@ impl Reference {
     }
 
     /// The tokens of the claims out now, in submit order of their jobs.
-    pub fn claims_out(&self) -> Vec<u64> {
+    pub(crate) fn claims_out(&self) -> Vec<u64> {
         self.jobs
             .iter()
             .filter_map(|j| j.held.map(|h| h.token))
@@ -327,7 +321,7 @@ impl Reference {
 
     /// The jobs ready at `now`, in submit order (claims whose lease lapsed count as taken
     /// back, as the next claim would take them).
-    pub fn ready(&self, now: Timestamp) -> Vec<JobId> {
+    pub(crate) fn ready(&self, now: Timestamp) -> Vec<JobId> {
         let lapsed = |j: &Entry| j.held.and_then(|h| h.lease_end).is_some_and(|e| e <= now);
         self.jobs
             .iter()
@@ -343,7 +337,7 @@ impl Reference {
     }
 
     /// Whether `claim` is its job's current claim now.
-    pub fn is_current(&self, claim: &Claim) -> bool {
+    pub(crate) fn is_current(&self, claim: &Claim) -> bool {
         self.current(claim).is_some()
     }
 
@@ -357,8 +351,8 @@ impl Reference {
         }
     }
 
-    /// As [`Store::recover`](lockgate_batch::store::Store::recover).
-    pub fn recover(&mut self, _now: Timestamp) -> usize {
+    /// As [`WorkerStore::recover`](crate::store::WorkerStore::recover).
+    pub(crate) fn recover(&mut self, _now: Timestamp) -> usize {
         if self.rules.recover_frees_claims {
             for i in 0..self.jobs.len() {
                 if self.jobs[i].held.is_some() {
@@ -370,9 +364,9 @@ impl Reference {
         self.live_jobs()
     }
 
-    /// As [`Store::submit`](lockgate_batch::store::Store::submit): the key first, then `Full`, then
+    /// As [`CallerStore::submit`](crate::store::CallerStore::submit): the key first, then `Full`, then
     /// `CallerBusy`.
-    pub fn submit(&mut self, job: NewJob) -> Result<Submitted, Refusal> {
+    pub(crate) fn submit(&mut self, job: NewJob) -> Result<Submitted, Refusal> {
         if job.targets.is_empty() {
             return Err(Refusal::Empty);
         }
@@ -424,29 +418,17 @@ impl Reference {
         })
     }
 
-    /// As [`Store::claim`](lockgate_batch::store::Store::claim): takes back lapsed claims, then
+    /// As [`WorkerStore::claim`](crate::store::WorkerStore::claim): takes back lapsed claims, then
     /// claims the first ready job from the cursor on, wrapping once.
-    pub fn claim(&mut self, now: Timestamp) -> Option<Claim> {
+    pub(crate) fn claim(&mut self, now: Timestamp) -> Option<Claim> {
         self.claim_other_than(now, None)
     }
 
-    /// As [`Store::complete_and_claim`](lockgate_batch::store::Store::complete_and_claim):
-    /// stores as [`complete`](Self::complete), then, under rules that say so and unless the
-    /// claim was stale, claims as [`claim`](Self::claim) among the other jobs.
-    pub fn complete_and_claim(
-        &mut self,
-        claim: &Claim,
-        result: TargetState,
-        now: Timestamp,
-    ) -> (Completion, Option<Claim>) {
-        let completion = self.complete(claim, result, now);
-        let next = match completion {
-            Completion::Stored { .. } if self.rules.claims_with_complete => {
-                self.claim_other_than(now, Some(claim.job))
-            }
-            _ => None,
-        };
-        (completion, next)
+    /// The next claim a `finish` with `take_next` may hand back after it stored `stored`'s
+    /// result: as [`claim`](Self::claim), among the other jobs. Called only when the store
+    /// did hand one back (taking one is its choice), after [`finish`](Self::finish).
+    pub(crate) fn claim_next(&mut self, stored: &Claim, now: Timestamp) -> Option<Claim> {
+        self.claim_other_than(now, Some(stored.job))
     }
 
     /// [`claim`](Self::claim), never of job `other_than`.
@@ -502,8 +484,8 @@ impl Reference {
         })
     }
 
-    /// As [`Store::renew`](lockgate_batch::store::Store::renew).
-    pub fn renew(&mut self, claim: &Claim, now: Timestamp) -> bool {
+    /// As [`WorkerStore::renew`](crate::store::WorkerStore::renew).
+    pub(crate) fn renew(&mut self, claim: &Claim, now: Timestamp) -> bool {
         let Some(i) = self.current(claim) else {
             return false;
         };
@@ -515,15 +497,40 @@ impl Reference {
         true
     }
 
-    /// As [`Store::complete`](lockgate_batch::store::Store::complete).
-    pub fn complete(&mut self, claim: &Claim, result: TargetState, now: Timestamp) -> Completion {
+    /// As [`WorkerStore::finish`](crate::store::WorkerStore::finish), without the next
+    /// claim (see [`claim_next`](Self::claim_next)): ends `claim` as `end` says, if it is
+    /// current.
+    pub(crate) fn finish(&mut self, claim: &Claim, end: ClaimEnd, now: Timestamp) -> Completion {
         let Some(i) = self.current(claim) else {
             return Completion::Stale;
         };
+        match end {
+            ClaimEnd::Stored(result) => self.store(i, claim, result, now),
+            ClaimEnd::RetryLater { busy_since, at } => {
+                self.jobs[i].busy_since = Some(busy_since);
+                self.end_claim(i, Some(at));
+                Completion::Pending
+            }
+            ClaimEnd::Released => {
+                self.end_claim(i, None);
+                Completion::Pending
+            }
+        }
+    }
+
+    /// Stores `result` for the current `claim` of job `i`, ending the claim, and the job if
+    /// that was its last pending target and it is live.
+    fn store(
+        &mut self,
+        i: usize,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> Completion {
         let outcome = match result {
             TargetState::Done { .. } => TargetOutcome::Done,
             TargetState::Failed { .. } => TargetOutcome::Failed,
-            _ => panic!("a store is never asked to store a pending result"),
+            TargetState::Pending => panic!("a store is never asked to store a pending result"),
         };
         let bytes = result.stored_bytes();
         let job = &mut self.jobs[i];
@@ -563,35 +570,10 @@ impl Reference {
         }
     }
 
-    /// As [`Store::retry_later`](lockgate_batch::store::Store::retry_later).
-    pub fn retry_later(
-        &mut self,
-        claim: &Claim,
-        busy_since: Timestamp,
-        at: Timestamp,
-        _now: Timestamp,
-    ) -> bool {
-        let Some(i) = self.current(claim) else {
-            return false;
-        };
-        self.jobs[i].busy_since = Some(busy_since);
-        self.end_claim(i, Some(at));
-        true
-    }
-
-    /// As [`Store::release`](lockgate_batch::store::Store::release).
-    pub fn release(&mut self, claim: &Claim, _now: Timestamp) -> bool {
-        let Some(i) = self.current(claim) else {
-            return false;
-        };
-        self.end_claim(i, None);
-        true
-    }
-
-    /// As [`Store::next_wakeup`](lockgate_batch::store::Store::next_wakeup): the earliest lease end
+    /// As [`WorkerStore::next_wakeup`](crate::store::WorkerStore::next_wakeup): the earliest lease end
     /// of a claim out (with leases), or retry time still to come of a job that waits only for
     /// it.
-    pub fn next_wakeup(&self, now: Timestamp) -> Option<Timestamp> {
+    pub(crate) fn next_wakeup(&self, now: Timestamp) -> Option<Timestamp> {
         let leases = self
             .jobs
             .iter()
@@ -607,7 +589,7 @@ impl Reference {
 
     /// The retry times that have come (`<= now`) of jobs that are ready because of it: a
     /// store may still report one from `next_wakeup`, since a claim now finds that job.
-    pub fn passed_retries(&self, now: Timestamp) -> Vec<Timestamp> {
+    pub(crate) fn passed_retries(&self, now: Timestamp) -> Vec<Timestamp> {
         self.jobs
             .iter()
             .filter(|j| j.ready(now))
@@ -615,8 +597,8 @@ impl Reference {
             .collect()
     }
 
-    /// As [`Store::status`](lockgate_batch::store::Store::status).
-    pub fn status(&self, id: JobId, caller: &Caller) -> Option<Job> {
+    /// As [`CallerStore::status`](crate::store::CallerStore::status).
+    pub(crate) fn status(&self, id: JobId, caller: &Caller) -> Option<Job> {
         let job = &self.jobs[self.own(id, caller)?];
         let targets = job
             .targets
@@ -633,13 +615,13 @@ impl Reference {
         ))
     }
 
-    /// As [`Store::summary`](lockgate_batch::store::Store::summary).
-    pub fn summary(&self, id: JobId, caller: &Caller) -> Option<JobSummary> {
+    /// As [`CallerStore::summary`](crate::store::CallerStore::summary).
+    pub(crate) fn summary(&self, id: JobId, caller: &Caller) -> Option<JobSummary> {
         Some(self.jobs[self.own(id, caller)?].summary())
     }
 
-    /// As [`Store::jobs`](lockgate_batch::store::Store::jobs): in submit order.
-    pub fn jobs(&self, caller: &Caller) -> Vec<JobSummary> {
+    /// As [`CallerStore::jobs`](crate::store::CallerStore::jobs): in submit order.
+    pub(crate) fn jobs(&self, caller: &Caller) -> Vec<JobSummary> {
         self.jobs
             .iter()
             .filter(|j| j.caller == *caller)
@@ -647,8 +629,8 @@ impl Reference {
             .collect()
     }
 
-    /// As [`Store::touch`](lockgate_batch::store::Store::touch).
-    pub fn touch(&mut self, id: JobId, caller: &Caller, _now: Timestamp) -> bool {
+    /// As [`CallerStore::touch`](crate::store::CallerStore::touch).
+    pub(crate) fn touch(&mut self, id: JobId, caller: &Caller, _now: Timestamp) -> bool {
         let Some(i) = self.own(id, caller) else {
             return false;
         };
@@ -656,8 +638,8 @@ impl Reference {
         true
     }
 
-    /// As [`Store::cancel`](lockgate_batch::store::Store::cancel): a claim out stays out.
-    pub fn cancel(&mut self, id: JobId, caller: &Caller, now: Timestamp) -> CancelOutcome {
+    /// As [`CallerStore::cancel`](crate::store::CallerStore::cancel): a claim out stays out.
+    pub(crate) fn cancel(&mut self, id: JobId, caller: &Caller, now: Timestamp) -> CancelOutcome {
         let Some(i) = self.own(id, caller) else {
             return CancelOutcome::NotFound;
         };
@@ -679,9 +661,9 @@ impl Reference {
         })
     }
 
-    /// As [`Store::evict_oldest`](lockgate_batch::store::Store::evict_oldest): ended jobs with no
+    /// As [`WorkerStore::evict_oldest`](crate::store::WorkerStore::evict_oldest): ended jobs with no
     /// claim out, least recently touched first, while the stored bytes exceed `max_bytes`.
-    pub fn evict_oldest(&mut self, max_bytes: u64) -> Evicted {
+    pub(crate) fn evict_oldest(&mut self, max_bytes: u64) -> Evicted {
         let mut evicted = Evicted::default();
         while self.stored_bytes() > max_bytes {
             let oldest = (0..self.jobs.len())

@@ -490,6 +490,7 @@ impl<S: Store> Session<'_, S> {
                 Completion::Stale => None,
                 _ => self.reference.claim_next(&mine, now),
             };
+            self.coverage.note("finish: the store took the next claim");
             let what = format!("{at}: … and the next claim");
             self.claimed(at, what, expected_next, Some(next), now)?;
         }

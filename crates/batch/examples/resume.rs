@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::CallerStore;
 use lockgate_batch::store::SqliteStore;
-use lockgate_batch::store::Store;
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobId, Runner};
 
 const PAGES: u32 = 20;

@@ -5,15 +5,15 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;
-mod erased;
 mod error;
 mod fetch;
 pub mod hooks;
 mod inflight;
 mod job;
-#[cfg(feature = "metrics")]
-mod metrics;
 mod runner;
+mod shared;
+#[cfg(feature = "store-spec")]
+pub mod spec;
 pub mod store;
 mod summary;
 mod sync;

@@ -12,66 +12,17 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
-use crate::erased::DynStore;
 use crate::error::{InvalidJob, NewError, StatusError, StoreError, SubmitError};
 use crate::fetch::Fetch;
-use crate::hooks::{GuardedHooks, JobEvent};
+use crate::hooks::GuardedHooks;
 use crate::inflight::InFlight;
 use crate::job::{Caller, Counts, Job, JobId, JobStatus};
-use crate::store::{CancelOutcome, Ended, NewJob, Store, StoreEvent};
+use crate::shared::{Shared, forward_events};
+use crate::store::{CallerStore, CancelOutcome, NewJob, Store};
 use crate::summary::{JobSummary, Progress};
 use crate::time::Clock;
-use crate::watch::{JobWatch, Watchers};
+use crate::watch::JobWatch;
 use crate::worker;
-
-/// What the workers and the facade share.
-pub(crate) struct Shared<T, O> {
-    /// The store, for the facade's calls (each boxes its future; the workers call the store
-    /// in its own type: `worker.rs`).
-    pub(crate) store: Arc<dyn DynStore>,
-    pub(crate) config: Config,
-    /// `config.hooks`, each call under panicguard.
-    pub(crate) hooks: GuardedHooks,
-    pub(crate) clock: Clock,
-    /// Wakes sleeping workers: on submit, on a finished target, on close.
-    pub(crate) wake: Notify,
-    /// Cancelled by close (and by dropping the runner): the fetch token and the workers' exit.
-    pub(crate) shutdown: CancellationToken,
-    /// Set (before `shutdown` is cancelled) by close and drop: the workers' cheap loop check.
-    pub(crate) closed: AtomicBool,
-    /// Targets this runner has in flight, reported to `Hooks::inflight` in change order.
-    pub(crate) in_flight: InFlight,
-    /// Workers between a failed claim and their wake-up (see `worker::Idle`).
-    pub(crate) idle: AtomicUsize,
-    /// Moves on every cancel this runner learns of (its own, once stored; another runner's,
-    /// from the store's events; or a gap in those events), so that a worker holding a claim
-    /// ahead checks that its job is still live before it fetches (`worker.rs`, step 7).
-    pub(crate) cancels: AtomicU64,
-    /// Watched jobs, fed by the workers, cancels and the store's events (`watch.rs`).
-    pub(crate) watchers: Arc<Watchers>,
-    _types: PhantomData<fn(T) -> O>,
-}
-
-impl<T, O> Shared<T, O> {
-    /// Wakes every sleeping worker: something may have become ready. Call it after the store
-    /// changed; it costs one atomic load when no worker is idle.
-    pub(crate) fn wake_idle(&self) {
-        if self.idle.load(Ordering::SeqCst) > 0 {
-            self.wake.notify_waiters();
-        }
-    }
-
-    /// Reports job `job` that just ended: `job`, then `depth`.
-    pub(crate) fn report_end(&self, job: JobId, ended: Ended) {
-        let hooks = &self.hooks;
-        hooks.job(&JobEvent {
-            job,
-            status: ended.status,
-            after: ended.after,
-        });
-        hooks.depth(ended.live_jobs);
-    }
-}
 
 /// Runs jobs of targets: `workers` tasks drain every live job fairly, one target at a time
 /// per job, round-robin across jobs.
@@ -132,7 +83,7 @@ where
         }
         let (store, fetch) = (Arc::new(store), Arc::new(fetch));
         let shared = Arc::new(Shared {
-            store: Arc::clone(&store) as Arc<dyn DynStore>,
+            store: Arc::clone(&store) as Arc<dyn CallerStore>,
             clock,
             wake: Notify::new(),
             shutdown: CancellationToken::new(),
@@ -458,42 +409,5 @@ impl<T, O> Drop for Runner<T, O> {
         self.shared.shutdown.cancel();
         self.shared.wake.notify_waiters();
         self.shared.watchers.clear();
-    }
-}
-
-/// Forwards a shared store's events to the watched jobs until close; after lost events
-/// (`Missed`, or this receiver lagging) re-reads the summary of every watched job once.
-async fn forward_events<T, O>(
-    shared: Arc<Shared<T, O>>,
-    mut events: tokio::sync::broadcast::Receiver<StoreEvent>,
-) {
-    use tokio::sync::broadcast::error::RecvError;
-    loop {
-        let event = tokio::select! {
-            event = events.recv() => event,
-            () = shared.shutdown.cancelled() => return,
-        };
-        match event {
-            Ok(StoreEvent::Progress { job, progress }) => {
-                if progress.status == JobStatus::Cancelled {
-                    shared.cancels.fetch_add(1, Ordering::SeqCst);
-                }
-                shared.watchers.publish(job, progress);
-            }
-            Ok(_) | Err(RecvError::Lagged(_)) => {
-                shared.cancels.fetch_add(1, Ordering::SeqCst); // a cancel may be among the lost
-                for (job, caller) in shared.watchers.snapshot() {
-                    match shared.store.summary(job, &caller).await {
-                        Ok(Some(summary)) => shared.watchers.publish(job, summary.progress()),
-                        Ok(None) => {}
-                        Err(error) => {
-                            let error = &error as &dyn std::error::Error;
-                            tracing::warn!(error, %job, "re-reading a watched job failed");
-                        }
-                    }
-                }
-            }
-            Err(RecvError::Closed) => return,
-        }
     }
 }

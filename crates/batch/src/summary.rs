@@ -12,7 +12,7 @@
 //! 1. A terminal status is never replaced: a job's status never changes after it ends. (A
 //!    cancelled job's one in-flight target may still be stored after the cancel; a watcher
 //!    that holds the `cancelled` progress keeps its counts, and a
-//!    [`summary`](crate::store::Store::summary) shows the final ones.)
+//!    [`summary`](crate::store::CallerStore::summary) shows the final ones.)
 //! 2. Otherwise the progress with more stored targets (`done + failed`) is newer: stored
 //!    targets never become pending again.
 //! 3. With as many stored targets, a move from `queued` to `running`, or from a live status
@@ -27,7 +27,7 @@ use crate::job::{Counts, JobId, JobStatus};
 
 /// A job without its targets: its status and how many targets are pending, done and failed.
 ///
-/// What [`Store::summary`](crate::store::Store::summary) and [`Store::jobs`](crate::store::Store::jobs)
+/// What [`CallerStore::summary`](crate::store::CallerStore::summary) and [`CallerStore::jobs`](crate::store::CallerStore::jobs)
 /// return; reading one costs the same for a job of one target or of a hundred thousand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]

@@ -39,15 +39,16 @@
 //!    whose worker still waits for the last finish keeps its lease renewed (it is abandoned
 //!    if the lease is lost). After waiting for a finish the worker checks for close before
 //!    it claims. The worker never sleeps, and never returns (close), with a finish out.
-//! 7. Over a store that claims with its store call ([`Store::claims_with_complete`]: the
-//!    PostgreSQL store, where a claim is a round trip and a commit of its own), a worker
-//!    whose last fetch took at most [`AHEAD_FOR_FETCHES_UNDER`] stores each result with
-//!    [`Store::complete_and_claim`], which also claims the target after next; the worker
-//!    fetches that claim once the fetch it runs now ends (the finish ends beside that
+//! 7. A worker whose last fetch took at most [`AHEAD_FOR_FETCHES_UNDER`] asks the store to
+//!    take the target after next with each result it stores ([`WorkerStore::finish`] with
+//!    `take_next`). Whether to is the store's choice; once a store has handed a claim back
+//!    (the PostgreSQL store, where a claim is a round trip and a commit of its own), the
+//!    worker fetches that claim once the fetch it runs now ends (the finish ends beside that
 //!    fetch). To get two claims into the pipeline, the first claim ahead is a plain claim
 //!    beside a fetch, made only when no finish is out, so a worker's claims are never two
 //!    at once and it fetches in the order it claimed (token order, which is the rotation's
-//!    order). While the finish that is out claims ahead, the worker waits for it instead of
+//!    order; a claim the store takes ahead with a finish the worker overlapped before it
+//!    knew the store does is fetched before a later claim made beside it). While the finish that is out claims ahead, the worker waits for it instead of
 //!    claiming beside it. A claim ahead that found nothing pauses claiming ahead as an
 //!    overlapping claim that found nothing pauses step 6. A claim held ahead longer than a
 //!    heartbeat's interval is renewed before its fetch (and dropped if its lease is lost);
@@ -73,8 +74,10 @@ use crate::error::StoreError;
 use crate::fetch::{Fetch, FetchContext, FetchError};
 use crate::hooks::{RescueEvent, TargetEvent, TargetOutcome};
 use crate::job::TargetState;
-use crate::runner::Shared;
-use crate::store::{Claim, Completion, Store};
+use crate::shared::Shared;
+#[cfg(doc)]
+use crate::store::WorkerStore;
+use crate::store::{Claim, ClaimEnd, Completion, Finished, Store};
 use crate::time::Timestamp;
 
 /// The error text a panicking fetch leaves in its target.
@@ -116,8 +119,6 @@ where
     // Serving a target ends with a clock reading; the next claim reuses it (one clock read
     // less per target: measurable on the hot path).
     let mut now = shared.clock.now();
-    // Step 7 needs a store that claims with its store call.
-    let ahead_mode = store.claims_with_complete();
     // The last fetch was short (step 7).
     let mut short = false;
     let mut pipe = Pipeline::default();
@@ -151,13 +152,25 @@ where
                     pipe.overlap.sequential();
                 }
                 match claim {
-                    Some(claim) => Some(claim),
+                    // The finish beside this claim may have taken one ahead, made first (the
+                    // store's first, before the worker knew it takes them): token order.
+                    Some(claim) => match pipe.first_of(claim, shared.clock.now()) {
+                        First::Fresh(claim) => Some(claim),
+                        First::Held(earlier) => match earlier.keep(&shared, &*store).await {
+                            Some(claim) => Some(claim),
+                            None => continue,
+                        },
+                    },
                     None if overlapping => {
                         // The store beside it may free the very job this worker can take
-                        // next.
+                        // next, or have taken a claim ahead (the store's first, before the
+                        // worker knew it takes them): that claim is fetched next.
                         finish(finishing.as_mut(), &mut pipe).await;
                         if shared.closed.load(Ordering::Acquire) {
                             break;
+                        }
+                        if pipe.ahead.is_some() {
+                            continue;
                         }
                         None
                     }
@@ -166,8 +179,8 @@ where
             }
         };
         if let Some(claim) = claim {
-            let ahead_now = ahead_mode && short && pipe.overlap.active();
-            if ahead_now && finishing.is_none() {
+            let ahead_now = pipe.store_claims_ahead && short && pipe.overlap.active();
+            if ahead_now && finishing.is_none() && pipe.ahead.is_none() {
                 // Step 7's first claim ahead, beside this fetch (so after `claim` in token
                 // order): from now on each store brings the claim after next.
                 pipe.claiming = true;
@@ -200,14 +213,15 @@ where
             now = fetched.now;
             short = fetched.elapsed <= AHEAD_FOR_FETCHES_UNDER;
             debug_assert!(finishing.is_none(), "at most one finish out per worker");
-            // Step 7: this store claims the target after next (a claim held now is fetched
+            // Step 7: this store may claim the target after next (a claim held now is fetched
             // next, before this finish can end).
-            let claim_ahead = ahead_mode && short && pipe.overlap.active();
-            pipe.claiming = claim_ahead;
+            let take_next = short && pipe.overlap.active();
+            pipe.claiming = take_next && pipe.store_claims_ahead;
             let round = Round::Store {
                 claim,
                 fetched,
-                claim_ahead,
+                take_next,
+                expects_next: pipe.claiming,
             };
             finishing.set(Some(finish_round(&worker, round)));
             continue;
@@ -232,7 +246,8 @@ where
             let round = Round::Store {
                 claim,
                 fetched,
-                claim_ahead: false,
+                take_next: false,
+                expects_next: false,
             };
             finishing.set(Some(finish_round(&worker, round)));
             continue;
@@ -258,7 +273,11 @@ where
     if let Some(unfetched) = pipe.ahead.take() {
         // Closing: the target stays pending for the next runner over the store.
         let claim = unfetched.claim;
-        let _ = store_call(&shared, || store.release(&claim, shared.clock.now())).await;
+        let now = shared.clock.now();
+        let _ = store_call(&shared, || {
+            store.finish(&claim, ClaimEnd::Released, now, false)
+        })
+        .await;
     }
 }
 
@@ -275,9 +294,32 @@ struct Pipeline {
     claiming: bool,
     /// Step 6's rule, which step 7's claims ahead follow too.
     overlap: Overlap,
+    /// The store has handed a next claim back from a finish: it claims with its store
+    /// call, and step 7 runs (learned, never asked: see `WorkerStore::finish`).
+    store_claims_ahead: bool,
 }
 
 impl Pipeline {
+    /// Which claim to fetch now, given `claim`, just made: a claim held ahead with an
+    /// earlier token goes first, and `claim` is then held ahead in its place (read against
+    /// cancels before its fetch, as a claim ahead is).
+    fn first_of(&mut self, claim: Claim, now: Timestamp) -> First {
+        match self.ahead.take() {
+            Some(held) if held.claim.token < claim.token => {
+                self.ahead = Some(Ahead {
+                    claim,
+                    at: now,
+                    cancels: u64::MAX, // never equal: its job is read before its fetch
+                });
+                First::Held(held)
+            }
+            held => {
+                self.ahead = held;
+                First::Fresh(claim)
+            }
+        }
+    }
+
     /// Takes in what a finish that ended brings: `Some` if it tried to claim ahead, with
     /// the claim if it found one.
     fn finished(&mut self, tried: Option<Option<Ahead>>) {
@@ -291,9 +333,18 @@ impl Pipeline {
             "a claim ahead is fetched before the next finish ends"
         );
         if next.is_some() {
+            self.store_claims_ahead = true;
             self.ahead = next;
         }
     }
+}
+
+/// What [`Pipeline::first_of`] chose to fetch now.
+enum First {
+    /// The claim just made.
+    Fresh(Claim),
+    /// A claim held ahead, made before it.
+    Held(Ahead),
 }
 
 /// A claim a finish took ahead (step 7), when it arrived, and [`Shared::cancels`] as it was
@@ -316,7 +367,8 @@ impl Ahead {
             // Not live, gone, or unknown because the runner is closing: not fetched.
             if !matches!(read, Some(Some(job)) if job.status.is_live()) {
                 let now = shared.clock.now();
-                let _ = store_call(shared, || store.release(claim, now)).await;
+                let end = || store.finish(claim, ClaimEnd::Released, now, false);
+                let _ = store_call(shared, end).await;
                 return None;
             }
         }
@@ -344,12 +396,14 @@ impl Ahead {
 
 /// What a worker's finish does.
 enum Round {
-    /// Stores a fetched target (step 6), claiming the target after next with it when
-    /// `claim_ahead` (step 7).
+    /// Stores a fetched target (step 6), letting the store claim the target after next with
+    /// it when `take_next` (step 7).
     Store {
         claim: Claim,
         fetched: Fetched,
-        claim_ahead: bool,
+        take_next: bool,
+        /// The store is known to take one when asked (`Pipeline::store_claims_ahead`).
+        expects_next: bool,
     },
     /// Step 7's first claim ahead, with nothing to store.
     ClaimAhead,
@@ -373,10 +427,11 @@ where
         Round::Store {
             claim,
             fetched,
-            claim_ahead,
+            take_next,
+            expects_next,
         } => {
             // `None` when it did not try (no ahead asked, a busy retry, a release, close).
-            store_result(worker, claim, fetched, claim_ahead).await?
+            store_result(worker, claim, fetched, take_next, expects_next).await?
         }
         Round::ClaimAhead => {
             let now = shared.clock.now();
@@ -581,13 +636,15 @@ where
 
 /// A fetched target's finish (step 4's second half, which step 6 runs beside the worker's
 /// next claim and fetch): stores the result (or the busy retry, or releases the claim),
-/// reports hooks, evicts, and wakes the others. With `claim_ahead` (step 7) the store also
-/// claims: `Some` when it asked for that claim, with the claim if it found one.
+/// reports hooks, evicts, and wakes the others. With `take_next` (step 7) the store may
+/// also claim: `Some` when it was asked and is known to (or just did), with the claim if it
+/// took one.
 async fn store_result<T, O, F, S>(
     worker: &Worker<'_, T, O, F, S>,
     claim: Claim,
     fetched: Fetched,
-    claim_ahead: bool,
+    take_next: bool,
+    expects_next: bool,
 ) -> Option<Option<Claim>>
 where
     T: DeserializeOwned + Send + Sync + 'static,
@@ -613,8 +670,8 @@ where
                 })
             } else {
                 let at = now.saturating_add(after.unwrap_or(shared.config.retry_wait));
-                let call = || store.retry_later(&claim, busy_since, at, now);
-                let _ = store_call(shared, call).await;
+                let end = || ClaimEnd::RetryLater { busy_since, at };
+                let _ = store_call(shared, || store.finish(&claim, end(), now, false)).await;
                 shared.in_flight.remove(|count| hooks.inflight(count));
                 shared.wake_idle();
                 return None;
@@ -623,7 +680,10 @@ where
         Attempt::Result(result) => Some(result),
     };
     let Some(result) = result else {
-        let _ = store_call(shared, || store.release(&claim, now)).await;
+        let _ = store_call(shared, || {
+            store.finish(&claim, ClaimEnd::Released, now, false)
+        })
+        .await;
         shared.in_flight.remove(|count| hooks.inflight(count));
         return None;
     };
@@ -631,20 +691,15 @@ where
         TargetState::Done { .. } => TargetOutcome::Done,
         _ => TargetOutcome::Failed,
     };
-    let claim_ahead = claim_ahead && !shared.closed.load(Ordering::Acquire);
-    let stored = if claim_ahead {
-        store_call(shared, || {
-            store.complete_and_claim(&claim, result.clone(), now)
-        })
-        .await
-    } else {
-        store_call(shared, || store.complete(&claim, result.clone(), now))
-            .await
-            .map(|completion| (completion, None))
-    };
+    let take_next = take_next && !shared.closed.load(Ordering::Acquire);
+    let stored = store_call(shared, || {
+        let end = ClaimEnd::Stored(result.clone());
+        store.finish(&claim, end, now, take_next)
+    })
+    .await;
     shared.in_flight.remove(|count| hooks.inflight(count));
     let (stored, next) = match stored {
-        Some((completion, next)) => (Some(completion), next),
+        Some(Finished { completion, next }) => (Some(completion), next),
         None => (None, None),
     };
     match stored {
@@ -688,10 +743,12 @@ where
             target = claim.index,
             "claim lost before its result was stored; result dropped"
         ),
-        None => {}
+        // `Pending` answers a retry or a release, never a stored result.
+        Some(Completion::Pending) | None => {}
     }
     shared.wake_idle();
-    claim_ahead.then_some(next)
+    let asked = take_next && (expects_next || next.is_some());
+    asked.then_some(next)
 }
 
 /// Runs the fetch for `claim`, catching panics and renewing a lease while it runs.

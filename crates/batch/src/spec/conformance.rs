@@ -4,8 +4,8 @@ use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use proptest::test_runner::{
-    Config, FailurePersistence, FileFailurePersistence, RngAlgorithm, TestCaseError, TestError,
-    TestRunner,
+    Config, FailurePersistence, FileFailurePersistence, RngAlgorithm, RngSeed, TestCaseError,
+    TestError, TestRunner,
 };
 
 use super::Rules;
@@ -55,6 +55,8 @@ pub struct Conformance<F> {
     runtime: Option<tokio::runtime::Runtime>,
     /// The source file beside which failing seeds are kept.
     regressions: Option<&'static str>,
+    /// The generator's seed; `None`: a random one per run.
+    seed: Option<u64>,
 }
 
 impl<F, S> Conformance<F>
@@ -72,6 +74,7 @@ where
             name: None,
             cases: None,
             max_ops: DEFAULT_MAX_OPS,
+            seed: None,
             reuse_store: false,
             runtime: None,
             regressions: None,
@@ -95,6 +98,13 @@ where
     /// reaching a rule).
     pub fn cases(mut self, cases: u32) -> Self {
         self.cases = Some(cases);
+        self
+    }
+
+    /// Generates from `seed`: the same sequences on every run (by default each run draws its
+    /// own), so that a run can be repeated exactly.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
         self
     }
 
@@ -144,6 +154,7 @@ where
             reuse_store,
             runtime,
             regressions,
+            seed,
         } = self;
         let name = name.unwrap_or_else(|| std::any::type_name::<S>().to_owned());
         let runtime = match runtime {
@@ -165,6 +176,7 @@ where
             failure_persistence: persistence,
             // ChaCha, the default, took most of the time in a debug build.
             rng_algorithm: RngAlgorithm::XorShift,
+            rng_seed: seed.map_or(RngSeed::Random, RngSeed::Fixed),
             ..Config::default()
         };
         let flavor = Flavor { name: &name, rules };

@@ -1,4 +1,4 @@
-//! The [`Store`] trait: where jobs, targets, results and the rotation live.
+//! The [`Store`] traits: where jobs, targets, results and the rotation live.
 //!
 //! The runner never keeps job state of its own. A worker asks the store for a [`Claim`] (the
 //! next target by the rotation rules), fetches it, and hands the result back under the claim's
@@ -6,7 +6,7 @@
 //!
 //! - [`MemoryStore`]: everything behind one lock in this process;
 //! - a SQLite store (one process owns the file; claims end with the process, and
-//!   [`Store::recover`] hands them back on restart);
+//!   [`WorkerStore::recover`] hands them back on restart);
 //! - a PostgreSQL store shared by several runner processes (claims carry a lease renewed by a
 //!   heartbeat, and the fencing token rejects a late write from a replica that lost its lease).
 //!
@@ -15,9 +15,22 @@
 //! `docs/batch.md` for why the trait is shaped around claims.
 //!
 //! Beside the claims, a store answers what a service shows its callers without reading
-//! targets: [`Store::summary`] and [`Store::jobs`] ([`JobSummary`]: status and counts, O(1) per
-//! job), idempotent submits ([`NewJob::key`]), and, for a shared store, [`Store::events`]
-//! ([`StoreEvent`]). [`StoreWrapper`] lets a wrapper override only the calls it changes.
+//! targets: [`CallerStore::summary`] and [`CallerStore::jobs`] ([`JobSummary`]: status and counts, O(1) per
+//! job), idempotent submits ([`NewJob::key`]), and, for a shared store, [`CallerStore::events`]
+//! ([`StoreEvent`]).
+//!
+//! The contract is split by who calls it: [`WorkerStore`] for the workers (generic, no box
+//! per call) and [`CallerStore`] for the runner's callers (object safe: the runner keeps it
+//! as a `dyn`). [`Store`] is both.
+//!
+//! **Writing your own store.** Implement [`WorkerStore`] and [`CallerStore`] by the rules on
+//! [`Store`] (the answer types have constructors: [`Claim::new`], [`Submitted::new`],
+//! [`Ended::new`], [`JobSummary::new`], [`Job::new`](crate::Job::new)…). Then hold it to
+//! them: with the feature `store-spec`, `spec::conformance` runs in your tests the
+//! executable spec our stores pass, random sequences of calls compared answer by answer
+//! with a reference model, and shows the minimal sequence that breaks a rule. The example
+//! `btree_store` (`examples/btree_store/`) is a complete store over a `Mutex<BTreeMap>`
+//! that passes it.
 
 pub(crate) mod memory;
 #[cfg(feature = "postgres")]
@@ -30,6 +43,7 @@ mod sql;
 mod sqlite;
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,7 +58,7 @@ use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetState};
 use crate::summary::{JobSummary, Progress};
 pub use crate::time::Timestamp;
 
-/// A job to add, as [`Store::submit`] receives it.
+/// A job to add, as [`CallerStore::submit`] receives it.
 ///
 /// Build one with [`NewJob::new`] (and [`with_key`](Self::with_key)); the fields stay public
 /// for stores to read.
@@ -61,7 +75,7 @@ pub struct NewJob {
     pub max_live_jobs: usize,
     /// An idempotency key: if the caller has a job still stored with this key (any status,
     /// not evicted), `submit` returns that job instead of adding one (see
-    /// [`Store::submit`]).
+    /// [`CallerStore::submit`]).
     pub key: Option<String>,
 }
 
@@ -99,6 +113,27 @@ pub struct Submitted {
     pub existing: bool,
 }
 
+impl Submitted {
+    /// A new job `id`, with `live_jobs` live jobs right after its submit.
+    pub fn new(id: JobId, live_jobs: usize) -> Self {
+        Self {
+            id,
+            live_jobs,
+            existing: false,
+        }
+    }
+
+    /// The caller's stored job `id` with the submit's idempotency key: nothing was added,
+    /// and `live_jobs` jobs are live.
+    pub fn found_by_key(id: JobId, live_jobs: usize) -> Self {
+        Self {
+            id,
+            live_jobs,
+            existing: true,
+        }
+    }
+}
+
 /// One target handed to one worker: the right to fetch it and store its result.
 ///
 /// Only the holder of the current claim of a job can store, retry or release its target: each
@@ -126,6 +161,31 @@ pub struct Claim {
     pub started: bool,
 }
 
+impl Claim {
+    /// A claim of target `index` (`target_json`) of `caller`'s job `job` under fencing
+    /// `token`; not yet busy, not a rescue, not its job's start. Set
+    /// [`busy_since`](Self::busy_since), [`rescued`](Self::rescued) and
+    /// [`started`](Self::started) on it when they apply.
+    pub fn new(
+        job: JobId,
+        caller: Caller,
+        index: usize,
+        target_json: impl Into<Arc<str>>,
+        token: u64,
+    ) -> Self {
+        Self {
+            job,
+            caller,
+            index,
+            target_json: target_json.into(),
+            token,
+            busy_since: None,
+            rescued: false,
+            started: false,
+        }
+    }
+}
+
 /// A job that just reached a terminal status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -142,7 +202,47 @@ pub struct Ended {
     pub live_jobs: usize,
 }
 
-/// What [`Store::complete`] did.
+impl Ended {
+    /// Job `job` ended `after` its submit with `status` (terminal) and `counts`, leaving
+    /// `live_jobs` live jobs.
+    pub fn new(
+        job: JobId,
+        status: JobStatus,
+        counts: Counts,
+        after: Duration,
+        live_jobs: usize,
+    ) -> Self {
+        Self {
+            job,
+            status,
+            counts,
+            after,
+            live_jobs,
+        }
+    }
+}
+
+/// How a claim ends, as [`WorkerStore::finish`] receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimEnd {
+    /// The target's result (never [`TargetState::Pending`]): stored, and the claim ends.
+    /// When it was the job's last target and the job is live, the job ends: all done →
+    /// `done`, all failed → `failed`, else `partial`. A cancelled job stays `cancelled`.
+    Stored(TargetState),
+    /// The target was only busy: it stays pending, first busy at `busy_since`, and its job is
+    /// not ready again before `at`.
+    RetryLater {
+        /// When the target first came back busy.
+        busy_since: Timestamp,
+        /// When its job is ready again.
+        at: Timestamp,
+    },
+    /// No result (the runner is closing, or the job was cancelled before the fetch): the
+    /// target stays pending and its job is ready again at once.
+    Released,
+}
+
+/// What [`WorkerStore::finish`] did with the claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Completion {
@@ -156,12 +256,36 @@ pub enum Completion {
         /// `last: Some((index, outcome))` of this target.
         progress: Progress,
     },
+    /// The claim ended without a result ([`ClaimEnd::RetryLater`] or
+    /// [`ClaimEnd::Released`]): the target is pending.
+    Pending,
     /// The claim is no longer current (its lease lapsed and another worker took the target,
-    /// or the job was evicted): nothing was stored.
+    /// or the job was evicted): nothing changed.
     Stale,
 }
 
-/// A change to a shared store, as [`Store::events`] announces it.
+/// The answer of [`WorkerStore::finish`]: what it did, and the next claim if the store
+/// took one in the same step.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// What became of the claim.
+    pub completion: Completion,
+    /// The next target by the rotation, claimed in the same atomic step, if the worker
+    /// asked for one and the store chose to take it (see [`WorkerStore::finish`]).
+    pub next: Option<Claim>,
+}
+
+impl From<Completion> for Finished {
+    /// A finish that claimed nothing.
+    fn from(completion: Completion) -> Self {
+        Self {
+            completion,
+            next: None,
+        }
+    }
+}
+
+/// A change to a shared store, as [`CallerStore::events`] announces it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StoreEvent {
@@ -182,7 +306,7 @@ pub enum StoreEvent {
     Missed,
 }
 
-/// What [`Store::cancel`] did.
+/// What [`CallerStore::cancel`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelOutcome {
     /// No such job for this caller.
@@ -193,7 +317,7 @@ pub enum CancelOutcome {
     Cancelled(Ended),
 }
 
-/// What [`Store::evict_oldest`] removed.
+/// What [`WorkerStore::evict_oldest`] removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Evicted {
     /// Jobs removed.
@@ -205,10 +329,15 @@ pub struct Evicted {
     pub largest: u64,
 }
 
-/// Where jobs live. Every method is one atomic step: a store behind one lock takes it once, a
+/// A boxed, sendable future: what [`CallerStore`]'s calls return, so that it can be a `dyn`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Where jobs live: the calls of a [`Runner`](crate::Runner)'s workers ([`WorkerStore`]) and
+/// of its callers ([`CallerStore`]). Implement those two; every type that has both is a
+/// `Store`. Every call is one atomic step: a store behind one lock takes it once, a
 /// database runs one transaction.
 ///
-/// # The rotation (what [`claim`](Self::claim) must pick)
+/// # The rotation (what [`claim`](WorkerStore::claim) must pick)
 ///
 /// A job is **ready** when it is live (queued or running), has a pending target, has no
 /// target in flight (no current claim; a claim whose lease lapsed by `now` is none), and its
@@ -239,13 +368,13 @@ pub struct Evicted {
 ///
 /// # Fencing and leases
 ///
-/// A claim holds its job until [`complete`](Self::complete), [`retry_later`](Self::retry_later)
-/// or [`release`](Self::release) under its token. A store whose claims can outlive their holder
-/// (several processes share it) returns a lease from [`lease_ttl`](Self::lease_ttl): the runner
-/// then calls [`renew`](Self::renew) every third of it while the fetch runs, and the store may
+/// A claim holds its job until [`finish`](WorkerStore::finish) under its token. A store
+/// whose claims can outlive their holder (several processes share it) returns a lease from
+/// [`lease_ttl`](WorkerStore::lease_ttl): the runner then calls
+/// [`renew`](WorkerStore::renew) every third of it while the fetch runs, and the store may
 /// hand a claim whose lease lapsed to another worker with a new token. A store owned by one
-/// process returns `None`: its claims never lapse, and [`recover`](Self::recover) frees those
-/// a dead process left behind.
+/// process returns `None`: its claims never lapse, and [`recover`](WorkerStore::recover)
+/// frees those a dead process left behind.
 ///
 /// # Caller isolation
 ///
@@ -255,41 +384,49 @@ pub struct Evicted {
 /// # Idempotency keys
 ///
 /// A [`NewJob`] may carry a `key`. If its caller has a job still stored with that key (in
-/// any status, until eviction removes it), [`submit`](Self::submit) adds nothing and returns
-/// that job's id with [`Submitted::existing`] set; the new targets are ignored. This check
-/// comes before the [`SubmitError::Full`] and [`SubmitError::CallerBusy`] checks, so a client
-/// that retries a submit whose answer it lost gets its job back rather than a refusal. Keys
-/// are per caller: two callers may use the same key.
+/// any status, until eviction removes it), [`submit`](CallerStore::submit) adds nothing and
+/// returns that job's id with [`Submitted::existing`] set; the new targets are ignored. This
+/// check comes before the [`SubmitError::Full`] and [`SubmitError::CallerBusy`] checks, so a
+/// client that retries a submit whose answer it lost gets its job back rather than a
+/// refusal. Keys are per caller: two callers may use the same key.
+///
+/// # Bytes
+///
+/// A job's bytes, which the store's budget counts, are the lengths of its targets' JSON plus
+/// [`TargetState::stored_bytes`] of each stored result: [`Completion::Stored`] reports what
+/// a result added, and [`evict_oldest`](WorkerStore::evict_oldest) counts and frees whole
+/// jobs by them.
 ///
 /// # Counts and summaries
 ///
 /// Each job's [`Counts`] are kept beside its status and updated in the same atomic step that
-/// stores a target, so [`summary`](Self::summary) costs O(1) whatever the job's size, and
-/// [`jobs`](Self::jobs) O(the caller's jobs). A claim reports whether it started its job
-/// ([`Claim::started`]), a stored target the job's [`Progress`] right after
+/// stores a target, so [`summary`](CallerStore::summary) costs O(1) whatever the job's size,
+/// and [`jobs`](CallerStore::jobs) O(the caller's jobs). A claim reports whether it started
+/// its job ([`Claim::started`]), a stored target the job's [`Progress`] right after
 /// ([`Completion::Stored`]), and an ended job its final counts ([`Ended::counts`]): a runner
 /// can tell a job's watchers everything without reading the job back.
 ///
 /// # Events
 ///
-/// A store shared by several processes returns a receiver from [`events`](Self::events): a
-/// [`StoreEvent::Progress`] for each change to a job made through the store, at least those
-/// made by other processes (this process's own may arrive too), and [`StoreEvent::Missed`]
-/// when some may have been lost. Two exceptions: a store may announce a stored target of a
-/// job that goes on late, or leave it to be superseded by the job's next change (the
-/// PostgreSQL store sends the newest per job at most every
+/// A store shared by several processes returns a receiver from
+/// [`events`](CallerStore::events): a [`StoreEvent::Progress`] for each change to a job made
+/// through the store, at least those made by other processes (this process's own may arrive
+/// too), and [`StoreEvent::Missed`] when some may have been lost. Two exceptions: a store may
+/// announce a stored target of a job that goes on late, or leave it to be superseded by the
+/// job's next change (the PostgreSQL store sends the newest per job at most every
 /// `PostgresOptions::progress_interval`); and it may announce changes after their commits,
 /// so that the announcement of a change whose process died right after it is lost (the
 /// PostgreSQL store then sends `Missed` within its poll interval). A store owned by one
 /// process keeps the default, `None`: every change goes through its own runner, which
 /// reports it itself.
-///
-/// # Wrappers
-///
-/// A type that adds behaviour to a store (logging, failure injection, a test clock)
-/// implements [`StoreWrapper`] rather than this trait, and overrides only the calls it
-/// changes; a blanket impl makes every wrapper a `Store`.
-pub trait Store: Send + Sync + 'static {
+pub trait Store: WorkerStore + CallerStore {}
+
+impl<S: WorkerStore + CallerStore> Store for S {}
+
+/// The calls a runner's workers make: claim a target, keep its lease, finish it, and learn
+/// when to claim again. Generic (no box per call): the workers know the store's type. See
+/// [`Store`] for the rules every call keeps.
+pub trait WorkerStore: Send + Sync + 'static {
     /// The lease a claim holds without renewal, or `None` when claims never lapse.
     fn lease_ttl(&self) -> Option<Duration> {
         None
@@ -299,14 +436,6 @@ pub trait Store: Send + Sync + 'static {
     /// A store owned by one process frees every claim (their holder is gone); a shared store
     /// leaves them to their leases. Returns the live-job count.
     fn recover(&self, now: Timestamp) -> impl Future<Output = Result<usize, StoreError>> + Send;
-
-    /// Adds a job, atomically. Refuses a job without targets with
-    /// [`SubmitError::Invalid`]`(`[`InvalidJob::Empty`](crate::InvalidJob::Empty)`)` before
-    /// anything else; returns the caller's stored job with the same key if there is
-    /// one (see "Idempotency keys"), else refuses it with [`SubmitError::Full`] when
-    /// `max_live_jobs` jobs are live, then with [`SubmitError::CallerBusy`] (naming the live
-    /// job) when its caller has a live job.
-    fn submit(&self, job: NewJob) -> impl Future<Output = Result<Submitted, SubmitError>> + Send;
 
     /// Claims the next target by the rotation, or `None` when no job is ready.
     /// [`Claim::started`] is set when the claim moved its job from `queued` to `running`.
@@ -322,61 +451,23 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Stores the claimed target's result (never [`TargetState::Pending`]) and ends the claim.
-    /// When it was the job's last target and the job is live, the job ends: all done → `done`,
-    /// all failed → `failed`, else `partial`. A cancelled job stays `cancelled`.
-    fn complete(
-        &self,
-        claim: &Claim,
-        result: TargetState,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Completion, StoreError>> + Send;
-
-    /// Stores the claimed target's result as [`complete`](Self::complete) does and, in the
-    /// same atomic step, may claim the next target by the rotation as [`claim`](Self::claim)
-    /// would, among the other jobs (never the stored one): `Some` only when it did. A stale
-    /// claim ([`Completion::Stale`]) claims nothing.
+    /// Ends a claim as `end` says, and answers [`Completion::Stale`] (changing nothing) if
+    /// the claim is no longer current.
     ///
-    /// The runner calls this instead of `complete` only when
-    /// [`claims_with_complete`](Self::claims_with_complete) says so, while its fetches are
-    /// short, and fetches the claim it returns after the fetch it is running (holding it
-    /// meanwhile): a store that pays a round trip and a commit per call thus claims with
-    /// neither of its own. The default stores and claims nothing.
-    fn complete_and_claim(
+    /// With `take_next` (never with [`ClaimEnd::Released`]) the worker would fetch one more
+    /// claim after the fetch it runs now, and the store **may** claim the next target by the
+    /// rotation in the same atomic step, as [`claim`](Self::claim) would, among the other
+    /// jobs (never the one just finished), returning it in [`Finished::next`]. Whether to is
+    /// the store's choice: one that pays a round trip and a commit per call (PostgreSQL) then
+    /// claims with neither of its own; one whose claim costs little (memory, SQLite) takes
+    /// none and lets the worker claim when it needs one. A stale claim takes none.
+    fn finish(
         &self,
         claim: &Claim,
-        result: TargetState,
+        end: ClaimEnd,
         now: Timestamp,
-    ) -> impl Future<Output = Result<(Completion, Option<Claim>), StoreError>> + Send {
-        async move { Ok((self.complete(claim, result, now).await?, None)) }
-    }
-
-    /// Whether [`complete_and_claim`](Self::complete_and_claim) claims: then the runner's
-    /// workers claim their next target with the store of their last one while fetches are
-    /// short (each holds one claim ahead of the fetch it runs). The default, `false`, keeps
-    /// a claim per call to [`claim`](Self::claim), right when a worker needs one: right for
-    /// a store in this process, whose claim costs little.
-    fn claims_with_complete(&self) -> bool {
-        false
-    }
-
-    /// Ends a claim whose target was only busy: it stays pending, first busy at `busy_since`,
-    /// and its job is not ready again before `at`. `false` if the claim is no longer current.
-    fn retry_later(
-        &self,
-        claim: &Claim,
-        busy_since: Timestamp,
-        at: Timestamp,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
-
-    /// Ends a claim without a result (the runner is closing): the target stays pending and its
-    /// job is ready again at once. `false` if the claim is no longer current.
-    fn release(
-        &self,
-        claim: &Claim,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+        take_next: bool,
+    ) -> impl Future<Output = Result<Finished, StoreError>> + Send;
 
     /// When to claim next if nothing else wakes the workers, on the clock `now` is read from:
     /// the earliest retry time of a job that waits only for it, or the earliest lease to
@@ -398,50 +489,6 @@ pub trait Store: Send + Sync + 'static {
         std::future::pending()
     }
 
-    /// A snapshot of `caller`'s job `id`, or `None`.
-    fn status(
-        &self,
-        id: JobId,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send;
-
-    /// `caller`'s job `id` without its targets (status, counts, times), or `None`; O(1).
-    fn summary(
-        &self,
-        id: JobId,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Option<JobSummary>, StoreError>> + Send;
-
-    /// Every job of `caller` the store holds (live or ended, not yet evicted), in submit order.
-    fn jobs(
-        &self,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Vec<JobSummary>, StoreError>> + Send;
-
-    /// A receiver of the changes other processes make to a shared store (see "Events"), or
-    /// `None` (the default) for a store owned by one process. Each call is a new receiver
-    /// that sees changes from then on.
-    fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
-        None
-    }
-
-    /// Marks `caller`'s job `id` recently used, so eviction takes it last; `false` if not found.
-    fn touch(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
-
-    /// Cancels `caller`'s job `id` if it is live. Its in-flight target, if any, keeps its
-    /// claim and is stored when it finishes; no other target is claimed again.
-    fn cancel(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
-
     /// Removes whole ended jobs with no target in flight, least recently touched first
     /// (a job's touch time is its submit, its end, or its last `touch`; a job cancelled with a
     /// claim out ends, for this order, when that claim ends), until the stored bytes
@@ -452,336 +499,151 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Evicted, StoreError>> + Send;
 }
 
-/// A store around another store, forwarding every call it does not override.
-///
-/// Implement this instead of [`Store`] for a wrapper: a blanket impl makes every
-/// `StoreWrapper` a `Store`, and each method defaults to calling the same method of
-/// [`inner`](Self::inner), its future passed through [`around`](Self::around). So a wrapper
-/// that logs claims overrides `claim` alone, and one that runs every call elsewhere overrides
-/// `around` alone. `Arc<S>` is a wrapper of `S`.
-///
-/// The methods have the names of [`Store`]'s: with both traits in scope, call a wrapper's
-/// store methods as `Store::claim(&wrapper, now)`.
-///
-/// # Examples
-///
-/// ```
-/// use std::sync::atomic::{AtomicU64, Ordering};
-///
-/// use lockgate_batch::StoreError;
-/// use lockgate_batch::store::{Claim, MemoryStore, Store, StoreWrapper, Timestamp};
-///
-/// /// Counts claims; everything else is the memory store's.
-/// struct Counted {
-///     store: MemoryStore,
-///     claims: AtomicU64,
-/// }
-///
-/// impl StoreWrapper for Counted {
-///     type Inner = MemoryStore;
-///     fn inner(&self) -> &MemoryStore {
-///         &self.store
-///     }
-///     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
-///         self.claims.fetch_add(1, Ordering::Relaxed);
-///         Store::claim(&self.store, now).await
-///     }
-/// }
-///
-/// fn runnable(_: impl Store) {}
-/// runnable(Counted { store: MemoryStore::new(), claims: AtomicU64::new(0) });
-/// ```
-pub trait StoreWrapper: Send + Sync + 'static {
-    /// The wrapped store.
-    type Inner: Store;
+/// The calls a runner makes for its callers: submit, read, touch, cancel, and follow a
+/// shared store's changes. Object safe, so that a [`Runner`](crate::Runner) keeps it as a
+/// `dyn` and names only its target and output types; each call returns a [`BoxFuture`]
+/// (`Box::pin(async move { … })`). See [`Store`] for the rules every call keeps.
+pub trait CallerStore: Send + Sync + 'static {
+    /// Adds a job, atomically. Refuses a job without targets with
+    /// [`SubmitError::Invalid`]`(`[`InvalidJob::Empty`](crate::InvalidJob::Empty)`)` before
+    /// anything else; returns the caller's stored job with the same key if there is
+    /// one (see "Idempotency keys" on [`Store`]), else refuses it with
+    /// [`SubmitError::Full`] when `max_live_jobs` jobs are live, then with
+    /// [`SubmitError::CallerBusy`] (naming the live job) when its caller has a live job.
+    fn submit(&self, job: NewJob) -> BoxFuture<'_, Result<Submitted, SubmitError>>;
 
-    /// The wrapped store, which every call not overridden goes to.
-    fn inner(&self) -> &Self::Inner;
-
-    /// Runs a forwarded call's future; the default returns it as is. Not used for
-    /// [`changed`](Store::changed), which may wait forever, nor for the synchronous calls.
-    fn around<F>(&self, call: F) -> impl Future<Output = F::Output> + Send
-    where
-        F: Future + Send,
-        F::Output: Send,
-    {
-        call
-    }
-
-    /// As [`Store::lease_ttl`].
-    fn lease_ttl(&self) -> Option<Duration> {
-        self.inner().lease_ttl()
-    }
-    /// As [`Store::recover`].
-    fn recover(&self, now: Timestamp) -> impl Future<Output = Result<usize, StoreError>> + Send {
-        self.around(self.inner().recover(now))
-    }
-    /// As [`Store::submit`].
-    fn submit(&self, job: NewJob) -> impl Future<Output = Result<Submitted, SubmitError>> + Send {
-        self.around(self.inner().submit(job))
-    }
-    /// As [`Store::claim`].
-    fn claim(
-        &self,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Option<Claim>, StoreError>> + Send {
-        self.around(self.inner().claim(now))
-    }
-    /// As [`Store::renew`].
-    fn renew(
-        &self,
-        claim: &Claim,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        self.around(self.inner().renew(claim, now))
-    }
-    /// As [`Store::complete`].
-    fn complete(
-        &self,
-        claim: &Claim,
-        result: TargetState,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Completion, StoreError>> + Send {
-        self.around(self.inner().complete(claim, result, now))
-    }
-    /// Stores through this wrapper's own [`complete`](StoreWrapper::complete) and claims
-    /// nothing: forwarding to the inner store's `complete_and_claim` would skip a `complete`
-    /// this wrapper overrides. A wrapper that wants the inner store's combined call
-    /// overrides this and [`claims_with_complete`](StoreWrapper::claims_with_complete)
-    /// together (`Arc` does).
-    fn complete_and_claim(
-        &self,
-        claim: &Claim,
-        result: TargetState,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<(Completion, Option<Claim>), StoreError>> + Send {
-        async move {
-            let completion = StoreWrapper::complete(self, claim, result, now).await?;
-            Ok((completion, None))
-        }
-    }
-    /// `false`, as the default [`complete_and_claim`](StoreWrapper::complete_and_claim)
-    /// claims nothing.
-    fn claims_with_complete(&self) -> bool {
-        false
-    }
-    /// As [`Store::retry_later`].
-    fn retry_later(
-        &self,
-        claim: &Claim,
-        busy_since: Timestamp,
-        at: Timestamp,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        self.around(self.inner().retry_later(claim, busy_since, at, now))
-    }
-    /// As [`Store::release`].
-    fn release(
-        &self,
-        claim: &Claim,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        self.around(self.inner().release(claim, now))
-    }
-    /// As [`Store::next_wakeup`].
-    fn next_wakeup(
-        &self,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
-        self.around(self.inner().next_wakeup(now))
-    }
-    /// As [`Store::changed`] (not passed through `around`).
-    fn changed(&self) -> impl Future<Output = ()> + Send {
-        self.inner().changed()
-    }
-    /// As [`Store::status`].
-    fn status(
-        &self,
+    /// A snapshot of `caller`'s job `id`, or `None`.
+    fn status<'a>(
+        &'a self,
         id: JobId,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send {
-        self.around(self.inner().status(id, caller))
-    }
-    /// As [`Store::summary`].
-    fn summary(
-        &self,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<Job>, StoreError>>;
+
+    /// `caller`'s job `id` without its targets (status, counts, times), or `None`; O(1).
+    fn summary<'a>(
+        &'a self,
         id: JobId,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Option<JobSummary>, StoreError>> + Send {
-        self.around(self.inner().summary(id, caller))
-    }
-    /// As [`Store::jobs`].
-    fn jobs(
-        &self,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Vec<JobSummary>, StoreError>> + Send {
-        self.around(self.inner().jobs(caller))
-    }
-    /// As [`Store::events`].
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<JobSummary>, StoreError>>;
+
+    /// Every job of `caller` the store holds (live or ended, not yet evicted), in submit order.
+    fn jobs<'a>(&'a self, caller: &'a Caller)
+    -> BoxFuture<'a, Result<Vec<JobSummary>, StoreError>>;
+
+    /// Marks `caller`'s job `id` recently used, so eviction takes it last; `false` if not found.
+    fn touch<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+        now: Timestamp,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Cancels `caller`'s job `id` if it is live. Its in-flight target, if any, keeps its
+    /// claim and is stored when it finishes; no other target is claimed again.
+    fn cancel<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+        now: Timestamp,
+    ) -> BoxFuture<'a, Result<CancelOutcome, StoreError>>;
+
+    /// A receiver of the changes other processes make to a shared store (see "Events" on
+    /// [`Store`]), or `None` (the default) for a store owned by one process. Each call is a
+    /// new receiver that sees changes from then on.
     fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
-        self.inner().events()
-    }
-    /// As [`Store::touch`].
-    fn touch(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        self.around(self.inner().touch(id, caller, now))
-    }
-    /// As [`Store::cancel`].
-    fn cancel(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
-        self.around(self.inner().cancel(id, caller, now))
-    }
-    /// As [`Store::evict_oldest`].
-    fn evict_oldest(
-        &self,
-        max_bytes: u64,
-    ) -> impl Future<Output = Result<Evicted, StoreError>> + Send {
-        self.around(self.inner().evict_oldest(max_bytes))
+        None
     }
 }
 
-/// Every wrapper is a store: each call goes to the wrapper's method (its override, or the
-/// default that forwards to the inner store).
-impl<W: StoreWrapper> Store for W {
+/// One store, several runners one after another: `Arc<S>` is the store `S`.
+impl<S: WorkerStore> WorkerStore for Arc<S> {
     fn lease_ttl(&self) -> Option<Duration> {
-        StoreWrapper::lease_ttl(self)
+        S::lease_ttl(self)
     }
     fn recover(&self, now: Timestamp) -> impl Future<Output = Result<usize, StoreError>> + Send {
-        StoreWrapper::recover(self, now)
-    }
-    fn submit(&self, job: NewJob) -> impl Future<Output = Result<Submitted, SubmitError>> + Send {
-        StoreWrapper::submit(self, job)
+        S::recover(self, now)
     }
     fn claim(
         &self,
         now: Timestamp,
     ) -> impl Future<Output = Result<Option<Claim>, StoreError>> + Send {
-        StoreWrapper::claim(self, now)
+        S::claim(self, now)
     }
     fn renew(
         &self,
         claim: &Claim,
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        StoreWrapper::renew(self, claim, now)
+        S::renew(self, claim, now)
     }
-    fn complete(
+    fn finish(
         &self,
         claim: &Claim,
-        result: TargetState,
+        end: ClaimEnd,
         now: Timestamp,
-    ) -> impl Future<Output = Result<Completion, StoreError>> + Send {
-        StoreWrapper::complete(self, claim, result, now)
-    }
-    fn complete_and_claim(
-        &self,
-        claim: &Claim,
-        result: TargetState,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<(Completion, Option<Claim>), StoreError>> + Send {
-        StoreWrapper::complete_and_claim(self, claim, result, now)
-    }
-    fn claims_with_complete(&self) -> bool {
-        StoreWrapper::claims_with_complete(self)
-    }
-    fn retry_later(
-        &self,
-        claim: &Claim,
-        busy_since: Timestamp,
-        at: Timestamp,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        StoreWrapper::retry_later(self, claim, busy_since, at, now)
-    }
-    fn release(
-        &self,
-        claim: &Claim,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        StoreWrapper::release(self, claim, now)
+        take_next: bool,
+    ) -> impl Future<Output = Result<Finished, StoreError>> + Send {
+        S::finish(self, claim, end, now, take_next)
     }
     fn next_wakeup(
         &self,
         now: Timestamp,
     ) -> impl Future<Output = Result<Option<Timestamp>, StoreError>> + Send {
-        StoreWrapper::next_wakeup(self, now)
+        S::next_wakeup(self, now)
     }
     fn changed(&self) -> impl Future<Output = ()> + Send {
-        StoreWrapper::changed(self)
-    }
-    fn status(
-        &self,
-        id: JobId,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send {
-        StoreWrapper::status(self, id, caller)
-    }
-    fn summary(
-        &self,
-        id: JobId,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Option<JobSummary>, StoreError>> + Send {
-        StoreWrapper::summary(self, id, caller)
-    }
-    fn jobs(
-        &self,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Vec<JobSummary>, StoreError>> + Send {
-        StoreWrapper::jobs(self, caller)
-    }
-    fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
-        StoreWrapper::events(self)
-    }
-    fn touch(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        StoreWrapper::touch(self, id, caller, now)
-    }
-    fn cancel(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
-        StoreWrapper::cancel(self, id, caller, now)
+        S::changed(self)
     }
     fn evict_oldest(
         &self,
         max_bytes: u64,
     ) -> impl Future<Output = Result<Evicted, StoreError>> + Send {
-        StoreWrapper::evict_oldest(self, max_bytes)
+        S::evict_oldest(self, max_bytes)
     }
 }
 
-/// A shared store is a store: several runners, one after another, can use one `Arc<MemoryStore>`.
-impl<S: Store> StoreWrapper for Arc<S> {
-    type Inner = S;
-
-    fn inner(&self) -> &S {
-        self
+/// One store, several runners one after another: `Arc<S>` is the store `S`.
+impl<S: CallerStore + ?Sized> CallerStore for Arc<S> {
+    fn submit(&self, job: NewJob) -> BoxFuture<'_, Result<Submitted, SubmitError>> {
+        S::submit(self, job)
     }
-
-    fn complete_and_claim(
-        &self,
-        claim: &Claim,
-        result: TargetState,
+    fn status<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<Job>, StoreError>> {
+        S::status(self, id, caller)
+    }
+    fn summary<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<JobSummary>, StoreError>> {
+        S::summary(self, id, caller)
+    }
+    fn jobs<'a>(
+        &'a self,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Vec<JobSummary>, StoreError>> {
+        S::jobs(self, caller)
+    }
+    fn touch<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
         now: Timestamp,
-    ) -> impl Future<Output = Result<(Completion, Option<Claim>), StoreError>> + Send {
-        S::complete_and_claim(self, claim, result, now)
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        S::touch(self, id, caller, now)
     }
-
-    fn claims_with_complete(&self) -> bool {
-        S::claims_with_complete(self)
+    fn cancel<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+        now: Timestamp,
+    ) -> BoxFuture<'a, Result<CancelOutcome, StoreError>> {
+        S::cancel(self, id, caller, now)
+    }
+    fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
+        S::events(self)
     }
 }

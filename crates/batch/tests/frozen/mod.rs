@@ -11,9 +11,7 @@
 
 use std::sync::Arc;
 
-use lockgate_batch::store::StoreWrapper;
-use lockgate_batch::store::{Claim, Completion, Store, Timestamp};
-use lockgate_batch::{StoreError, TargetState};
+use lockgate_batch::store::{CallerStore, Store, WorkerStore};
 
 /// A store whose every call blocks its caller's thread until done.
 pub struct Frozen<S> {
@@ -49,14 +47,9 @@ impl<S: Store> Frozen<S> {
 /// Every call but `changed` goes through `around`, which runs it to the end on the own
 /// runtime (from a scoped thread, since the test's thread may be inside its own runtime)
 /// before the test's thread goes on.
-impl<S: Store> StoreWrapper for Frozen<S> {
-    type Inner = S;
-
-    fn inner(&self) -> &S {
-        &self.store
-    }
-
-    fn around<F>(&self, call: F) -> impl Future<Output = F::Output> + Send
+impl<S: Store> Frozen<S> {
+    /// Runs one store call on the frozen runtime, blocking this thread until it answers.
+    fn around<F>(&self, call: F) -> std::future::Ready<F::Output>
     where
         F: Future + Send,
         F::Output: Send,
@@ -70,22 +63,18 @@ impl<S: Store> StoreWrapper for Frozen<S> {
         });
         std::future::ready(output)
     }
+}
+
+impl<S: Store> WorkerStore for Frozen<S> {
+    forward!(store: lease_ttl);
+    forward!(store via around: recover claim renew finish next_wakeup evict_oldest);
 
     fn changed(&self) -> impl Future<Output = ()> + Send {
         std::future::pending()
     }
+}
 
-    // `Frozen` changes no call, so the inner store's combined call is its own.
-    fn complete_and_claim(
-        &self,
-        claim: &Claim,
-        result: TargetState,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<(Completion, Option<Claim>), StoreError>> + Send {
-        self.around(S::complete_and_claim(&self.store, claim, result, now))
-    }
-
-    fn claims_with_complete(&self) -> bool {
-        S::claims_with_complete(&self.store)
-    }
+impl<S: Store> CallerStore for Frozen<S> {
+    forward!(store: events);
+    forward!(store via around: submit status summary jobs touch cancel);
 }

@@ -1,7 +1,7 @@
-//! Step 7 of the worker loop (`worker.rs`): over a store whose `complete_and_claim` claims
-//! (`Store::claims_with_complete`), a worker with short fetches claims its next target with
-//! the store of its last one and fetches it after the fetch it runs. The store here is the
-//! memory store with such a call: it claims among the other jobs, then stores, as one step
+//! Step 7 of the worker loop (`worker.rs`): over a store whose `finish` takes the next claim
+//! when asked, a worker with short fetches claims its next target with the store of its
+//! last one and fetches it after the fetch it runs. The store here is the memory store with
+//! such a `finish`: it claims among the other jobs, then stores, as one step
 //! (the PostgreSQL store's statement does the same; its suites run the runner over it).
 //! Targets are still fetched in the rotation's order, each once; a claim held ahead past a
 //! heartbeat's interval is renewed before its fetch; a claim held ahead when the runner
@@ -12,10 +12,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lockgate_batch::store::{Claim, Completion, MemoryStore, Store, StoreWrapper, Timestamp};
-use lockgate_batch::{
-    Caller, Config, FetchContext, FetchError, JobStatus, Runner, StoreError, TargetState,
+use lockgate_batch::store::{
+    CallerStore, Claim, ClaimEnd, Completion, Finished, MemoryStore, Timestamp, WorkerStore,
 };
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, StoreError};
 use tokio::sync::Semaphore;
 
 /// The memory store, with a `complete_and_claim` that claims, counting each kind of claim.
@@ -49,12 +49,8 @@ impl ClaimsAhead {
     }
 }
 
-impl StoreWrapper for ClaimsAhead {
-    type Inner = MemoryStore;
-
-    fn inner(&self) -> &MemoryStore {
-        &self.inner
-    }
+impl WorkerStore for ClaimsAhead {
+    forward!(inner: lease_ttl recover next_wakeup changed evict_oldest);
 
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
         self.claims.fetch_add(1, Ordering::Relaxed);
@@ -66,19 +62,26 @@ impl StoreWrapper for ClaimsAhead {
         self.inner.renew(claim, now).await
     }
 
-    /// Claims first, while the stored job is still in flight (so never that job), then
-    /// stores; a stale store gives its claim back.
-    async fn complete_and_claim(
+    /// Asked to take the next claim with a stored result: claims first, while the stored
+    /// job is still in flight (so never that job), then stores; a stale store gives its
+    /// claim back.
+    async fn finish(
         &self,
         claim: &Claim,
-        result: TargetState,
+        end: ClaimEnd,
         now: Timestamp,
-    ) -> Result<(Completion, Option<Claim>), StoreError> {
+        take_next: bool,
+    ) -> Result<Finished, StoreError> {
+        if !take_next || !matches!(end, ClaimEnd::Stored(_)) {
+            return self.inner.finish(claim, end, now, false).await;
+        }
         let next = self.inner.claim(now).await?;
-        let completion = self.inner.complete(claim, result, now).await?;
+        let completion = self.inner.finish(claim, end, now, false).await?.completion;
         let next = match (completion, next) {
             (Completion::Stale, Some(next)) => {
-                self.inner.release(&next, now).await?;
+                self.inner
+                    .finish(&next, ClaimEnd::Released, now, false)
+                    .await?;
                 None
             }
             (_, next) => next,
@@ -87,36 +90,12 @@ impl StoreWrapper for ClaimsAhead {
             self.claims_ahead.fetch_add(1, Ordering::Relaxed);
             self.log(Logged::ClaimedAhead(next.job.get(), next.index));
         }
-        Ok((completion, next))
-    }
-
-    fn claims_with_complete(&self) -> bool {
-        true
+        Ok(Finished { completion, next })
     }
 }
 
-/// `Arc<ClaimsAhead>` as a store, so the test keeps its counters.
-struct Shared(Arc<ClaimsAhead>);
-
-impl StoreWrapper for Shared {
-    type Inner = ClaimsAhead;
-
-    fn inner(&self) -> &ClaimsAhead {
-        &self.0
-    }
-
-    fn complete_and_claim(
-        &self,
-        claim: &Claim,
-        result: TargetState,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<(Completion, Option<Claim>), StoreError>> + Send {
-        Store::complete_and_claim(&*self.0, claim, result, now)
-    }
-
-    fn claims_with_complete(&self) -> bool {
-        true
-    }
+impl CallerStore for ClaimsAhead {
+    forward!(inner: submit status summary jobs touch cancel events);
 }
 
 /// Every `(job, index)` fetched, in order.
@@ -154,10 +133,17 @@ async fn start_taking(
         }
     };
     let config = Config::default().workers(1);
-    let runner = Runner::new(config, Shared(Arc::clone(store)), fetch)
-        .await
-        .unwrap();
+    let runner = Runner::new(config, Arc::clone(store), fetch).await.unwrap();
     (runner, fetched)
+}
+
+/// Whether a target claimed ahead has not been fetched yet.
+fn holds_one_ahead(store: &ClaimsAhead) -> bool {
+    let log = store.log.lock().unwrap();
+    log.iter().any(|event| match *event {
+        Logged::ClaimedAhead(job, index) => !log.contains(&Logged::Fetched(job, index)),
+        _ => false,
+    })
 }
 
 fn targets(n: usize) -> Vec<String> {
@@ -207,7 +193,7 @@ async fn close_releases_the_claim_held_ahead() {
     }
     // The worker fetches its fourth target and holds the fifth ahead (it is claimed beside
     // the fourth fetch, by the third target's store).
-    while store.claims_ahead.load(Ordering::Relaxed) < 3 {
+    while !holds_one_ahead(&store) {
         tokio::time::sleep(Duration::from_micros(100)).await;
     }
     let closing = tokio::spawn(async move {
@@ -228,7 +214,11 @@ async fn close_releases_the_claim_held_ahead() {
         .map(|claim| claim.unwrap().expect("a job left to claim"))
         .collect();
     for claim in &left {
-        assert!(store.inner.release(claim, now).await.unwrap());
+        let released = store
+            .inner
+            .finish(claim, ClaimEnd::Released, now, false)
+            .await;
+        assert_eq!(released.unwrap().completion, Completion::Pending);
     }
     // A new runner over the store finishes every job, fetching each target left once.
     let gate = Arc::new(Semaphore::new(Semaphore::MAX_PERMITS));
@@ -356,7 +346,7 @@ async fn a_claim_held_ahead_of_a_job_cancelled_meanwhile_is_released_unfetched()
     };
     let config = Config::default().workers(1);
     let runner = Arc::new(
-        Runner::new(config, Shared(Arc::clone(&store)), fetch)
+        Runner::new(config, Arc::clone(&store), fetch)
             .await
             .unwrap(),
     );

@@ -1,5 +1,5 @@
 //! A target's finish (its store call, hooks and eviction check) runs beside the worker's next
-//! claim and fetch (`worker.rs`, step 6), over a store whose `complete` takes time, as a shared
+//! claim and fetch (`worker.rs`, step 6), over a store whose stores take time, as a shared
 //! store's does: the worker claims and fetches another job's target meanwhile, a single serial
 //! job does not cost an empty claim per target, and close waits for the store that is out.
 
@@ -7,13 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lockgate_batch::store::{Claim, Completion, StoreWrapper};
-use lockgate_batch::store::{MemoryStore, Store, Timestamp};
-use lockgate_batch::{
-    Caller, Config, FetchContext, FetchError, JobStatus, Runner, StoreError, TargetState,
+use lockgate_batch::store::{
+    CallerStore, Claim, ClaimEnd, Finished, MemoryStore, Timestamp, WorkerStore,
 };
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, StoreError};
 
-/// The memory store, with a `complete` that waits `STORE_TIME` (on tokio's paused clock)
+/// The memory store, with a `finish` of a result that waits `STORE_TIME` (on tokio's paused clock)
 /// before it stores, counting what the worker does meanwhile.
 #[derive(Default)]
 struct SlowStore {
@@ -27,12 +26,8 @@ struct SlowStore {
 
 const STORE_TIME: Duration = Duration::from_millis(5);
 
-impl StoreWrapper for SlowStore {
-    type Inner = MemoryStore;
-
-    fn inner(&self) -> &MemoryStore {
-        &self.inner
-    }
+impl WorkerStore for SlowStore {
+    forward!(inner: lease_ttl recover renew next_wakeup changed evict_oldest);
 
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
         self.claims.fetch_add(1, Ordering::Relaxed);
@@ -46,18 +41,26 @@ impl StoreWrapper for SlowStore {
         Ok(claim)
     }
 
-    async fn complete(
+    async fn finish(
         &self,
         claim: &Claim,
-        result: TargetState,
+        end: ClaimEnd,
         now: Timestamp,
-    ) -> Result<Completion, StoreError> {
+        take_next: bool,
+    ) -> Result<Finished, StoreError> {
+        if !matches!(end, ClaimEnd::Stored(_)) {
+            return self.inner.finish(claim, end, now, take_next).await;
+        }
         self.storing.store(true, Ordering::Relaxed);
         tokio::time::sleep(STORE_TIME).await;
-        let stored = self.inner.complete(claim, result, now).await;
+        let stored = self.inner.finish(claim, end, now, take_next).await;
         self.storing.store(false, Ordering::Relaxed);
         stored
     }
+}
+
+impl CallerStore for SlowStore {
+    forward!(inner: submit status summary jobs touch cancel events);
 }
 
 /// A runner of one worker over `store`, fetching in 1 ms and logging `(job, index)` fetched.
@@ -78,19 +81,8 @@ async fn runner(store: Arc<SlowStore>) -> (Runner<String, String>, Arc<Mutex<Vec
         }
     };
     let config = Config::default().workers(1);
-    let runner = Runner::new(config, ArcStore(store), fetch).await.unwrap();
+    let runner = Runner::new(config, store, fetch).await.unwrap();
     (runner, fetched)
-}
-
-/// `Arc<SlowStore>` as a store, so the test keeps its counters.
-struct ArcStore(Arc<SlowStore>);
-
-impl StoreWrapper for ArcStore {
-    type Inner = SlowStore;
-
-    fn inner(&self) -> &SlowStore {
-        &self.0
-    }
 }
 
 fn targets(n: usize) -> Vec<String> {

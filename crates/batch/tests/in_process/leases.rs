@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use lockgate_batch::store::{MemoryStore, Store, Timestamp};
+use lockgate_batch::store::{ClaimEnd, MemoryStore, Timestamp, WorkerStore};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, TargetState};
 
 use crate::suite;
@@ -61,15 +61,17 @@ async fn a_runner_that_lost_its_lease_stores_nothing() {
                     let later = Timestamp::from(SystemTime::now() + Duration::from_secs(3600));
                     let rogue = store.claim(later).await.unwrap().expect("the lapsed claim");
                     let stored = store
-                        .complete(
+                        .finish(
                             &rogue,
-                            TargetState::Done {
+                            ClaimEnd::Stored(TargetState::Done {
                                 output_json: "\"rescuer\"".into(),
-                            },
+                            }),
                             later,
+                            false,
                         )
                         .await
-                        .unwrap();
+                        .unwrap()
+                        .completion;
                     assert!(matches!(
                         stored,
                         lockgate_batch::store::Completion::Stored { .. }

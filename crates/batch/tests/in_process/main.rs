@@ -5,6 +5,10 @@
 //! way, SQLite and PostgreSQL included (each under its feature; PostgreSQL skips without a
 //! server), as does the executor test with SQLite.
 
+#[macro_use]
+#[path = "../forward/mod.rs"]
+mod forward;
+
 #[cfg(feature = "postgres")]
 #[path = "../pg/mod.rs"]
 mod pg;

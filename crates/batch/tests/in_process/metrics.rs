@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use lockgate_batch::hooks::{Hooks, MetricsHooks, TargetEvent};
-use lockgate_batch::store::{Claim, Completion, MemoryStore, Store, StoreWrapper, Timestamp};
-use lockgate_batch::{
-    Caller, Config, FetchContext, FetchError, JobStatus, Runner, StoreError, TargetState,
+use lockgate_batch::store::{
+    CallerStore, Claim, ClaimEnd, Finished, MemoryStore, Timestamp, WorkerStore,
 };
+use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, StoreError};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
 use tokio::sync::{Notify, Semaphore};
 
@@ -57,7 +57,7 @@ fn samples(handle: &PrometheusHandle) -> BTreeMap<String, f64> {
     samples
 }
 
-/// The memory store, failing its first `claim` (lastingly) and its first `complete`
+/// The memory store, failing its first `claim` (lastingly) and its first stored result
 /// (transiently): two store errors of two kinds, both retried.
 #[derive(Default)]
 struct FailsTwice {
@@ -65,12 +65,8 @@ struct FailsTwice {
     failed: Mutex<(bool, bool)>,
 }
 
-impl StoreWrapper for FailsTwice {
-    type Inner = MemoryStore;
-
-    fn inner(&self) -> &MemoryStore {
-        &self.inner
-    }
+impl WorkerStore for FailsTwice {
+    forward!(inner: lease_ttl recover renew next_wakeup changed evict_oldest);
 
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
         if !std::mem::replace(&mut self.failed.lock().unwrap().0, true) {
@@ -79,17 +75,24 @@ impl StoreWrapper for FailsTwice {
         self.inner.claim(now).await
     }
 
-    async fn complete(
+    async fn finish(
         &self,
         claim: &Claim,
-        result: TargetState,
+        end: ClaimEnd,
         now: Timestamp,
-    ) -> Result<Completion, StoreError> {
-        if !std::mem::replace(&mut self.failed.lock().unwrap().1, true) {
+        take_next: bool,
+    ) -> Result<Finished, StoreError> {
+        if matches!(end, ClaimEnd::Stored(_))
+            && !std::mem::replace(&mut self.failed.lock().unwrap().1, true)
+        {
             return Err(StoreError::Unavailable("connection lost".into()));
         }
-        self.inner.complete(claim, result, now).await
+        self.inner.finish(claim, end, now, take_next).await
     }
+}
+
+impl CallerStore for FailsTwice {
+    forward!(inner: submit status summary jobs touch cancel events);
 }
 
 /// The user's own hooks, kept by `with_inner`: sums the bytes the runner reports.
@@ -304,7 +307,7 @@ async fn a_rescued_target_is_counted() {
     let id = runner.submit(&ann, &strings(&["orphan"])).await.unwrap();
     // Another replica claims the target before this runner's workers run, then dies; once its
     // lease lapses, a worker here takes the target over.
-    let dead = Store::claim(&*store, Timestamp::from(SystemTime::now()))
+    let dead = WorkerStore::claim(&*store, Timestamp::from(SystemTime::now()))
         .await
         .unwrap();
     assert!(dead.is_some());

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use lockgate_batch::store::{CancelOutcome, Completion, NewJob};
-use lockgate_batch::store::{Store, Timestamp};
+use lockgate_batch::store::{ClaimEnd, Store, Timestamp};
 use lockgate_batch::{
     Caller, Counts, JobId, JobStatus, Progress, SubmitError, TargetOutcome, TargetState,
 };
@@ -118,7 +118,11 @@ async fn counts_follow_the_job(store: impl Store) {
         );
         let Completion::Stored {
             progress, ended, ..
-        } = store.complete(&claim, result, now).await.unwrap()
+        } = store
+            .finish(&claim, ClaimEnd::Stored(result), now, false)
+            .await
+            .unwrap()
+            .completion
         else {
             panic!("the claim is current");
         };
@@ -171,7 +175,11 @@ async fn counts_after_a_cancel(store: impl Store) {
     );
     let Completion::Stored {
         progress, ended, ..
-    } = store.complete(&claim, done("a"), at(3)).await.unwrap()
+    } = store
+        .finish(&claim, ClaimEnd::Stored(done("a")), at(3), false)
+        .await
+        .unwrap()
+        .completion
     else {
         panic!("a cancelled job's claim still stores");
     };
@@ -203,7 +211,10 @@ async fn jobs_in_submit_order(store: impl Store) {
             loop {
                 let claim = store.claim(at(1)).await.unwrap().unwrap();
                 let mine = claim.job == id;
-                store.complete(&claim, done("x"), at(1)).await.unwrap();
+                store
+                    .finish(&claim, ClaimEnd::Stored(done("x")), at(1), false)
+                    .await
+                    .unwrap();
                 if mine {
                     break;
                 }

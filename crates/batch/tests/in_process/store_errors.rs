@@ -7,14 +7,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lockgate_batch::hooks::Hooks;
-use lockgate_batch::store::{Claim, Completion, Evicted, StoreWrapper};
-use lockgate_batch::store::{MemoryStore, Store, Timestamp};
+use lockgate_batch::store::{
+    CallerStore, Claim, ClaimEnd, Evicted, Finished, MemoryStore, Timestamp, WorkerStore,
+};
 use lockgate_batch::{
     Caller, Config, FetchContext, FetchError, Job, JobStatus, NewError, Runner, StoreError,
-    TargetState,
 };
 
-/// The memory store, failing a chosen call (`recover`, `claim`, `complete` or `evict_oldest`)
+/// The memory store, failing a chosen call (`recover`, `claim`, `finish` or `evict_oldest`)
 /// a chosen number of times.
 #[derive(Default)]
 struct Flaky {
@@ -42,12 +42,8 @@ impl Flaky {
 }
 
 /// The calls these tests make fail; every other call forwards to the memory store.
-impl StoreWrapper for Flaky {
-    type Inner = MemoryStore;
-
-    fn inner(&self) -> &MemoryStore {
-        &self.inner
-    }
+impl WorkerStore for Flaky {
+    forward!(inner: lease_ttl renew next_wakeup changed);
 
     async fn recover(&self, now: Timestamp) -> Result<usize, StoreError> {
         self.fail("recover")?;
@@ -57,19 +53,24 @@ impl StoreWrapper for Flaky {
         self.fail("claim")?;
         self.inner.claim(now).await
     }
-    async fn complete(
+    async fn finish(
         &self,
         claim: &Claim,
-        result: TargetState,
+        end: ClaimEnd,
         now: Timestamp,
-    ) -> Result<Completion, StoreError> {
-        self.fail("complete")?;
-        self.inner.complete(claim, result, now).await
+        take_next: bool,
+    ) -> Result<Finished, StoreError> {
+        self.fail("finish")?;
+        self.inner.finish(claim, end, now, take_next).await
     }
     async fn evict_oldest(&self, max_bytes: u64) -> Result<Evicted, StoreError> {
         self.fail("evict_oldest")?;
         self.inner.evict_oldest(max_bytes).await
     }
+}
+
+impl CallerStore for Flaky {
+    forward!(inner: submit status summary jobs touch cancel events);
 }
 
 #[derive(Default)]
@@ -120,7 +121,7 @@ async fn run_one_job(store: Flaky) -> (Job, u32, u32) {
 
 #[tokio::test(start_paused = true)]
 async fn a_result_the_store_refused_is_stored_later_not_fetched_again() {
-    let (job, fetches, errors) = run_one_job(Flaky::failing("complete", 3)).await;
+    let (job, fetches, errors) = run_one_job(Flaky::failing("finish", 3)).await;
     assert_eq!(job.status, JobStatus::Done);
     assert_eq!(fetches, 2, "each target fetched once");
     assert_eq!(errors, 3, "each failure reported");

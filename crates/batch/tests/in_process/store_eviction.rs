@@ -2,7 +2,7 @@
 //! touched first, until the stored bytes are at or below the budget; a live job never goes.
 
 use lockgate_batch::store::Timestamp;
-use lockgate_batch::store::{Evicted, NewJob, Store};
+use lockgate_batch::store::{ClaimEnd, Evicted, NewJob, Store};
 use lockgate_batch::{Caller, JobId, TargetState};
 
 /// Runs one store call to its end.
@@ -36,7 +36,7 @@ fn job<S: Store>(store: &S, caller: &str, target: &str, output: Option<&str>) ->
         let result = TargetState::Done {
             output_json: output.to_string(),
         };
-        now(store.complete(&claim, result, at(3))).unwrap();
+        now(store.finish(&claim, ClaimEnd::Stored(result), at(3), false)).unwrap();
         bytes += output.len() as u64;
     }
     (submitted.id, bytes)

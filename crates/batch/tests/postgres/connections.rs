@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use lockgate_batch::store::{PostgresStore, Store, StoreEvent};
+use lockgate_batch::store::{CallerStore, PostgresStore, Store, StoreEvent};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 use crate::{EndedJobs, PATIENCE, pg};

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use lockgate_batch::hooks::Hooks;
+use lockgate_batch::store::{CallerStore, ClaimEnd, Timestamp, WorkerStore};
 use lockgate_batch::store::{Completion, NewJob, PostgresStore};
-use lockgate_batch::store::{Store, Timestamp};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, TargetState};
 
 use crate::pg;
@@ -98,19 +98,31 @@ async fn a_stalled_claim_is_rescued_and_its_late_write_refused() {
     // The stalled replica wakes up: renew, retry, release and store are all refused.
     let after = Timestamp::from(SystemTime::now());
     assert!(!stalled.renew(&old, after).await.unwrap());
-    assert!(!stalled.release(&old, after).await.unwrap());
+    let released = stalled.finish(&old, ClaimEnd::Released, after, false).await;
+    assert_eq!(released.unwrap().completion, Completion::Stale);
+    let retry = ClaimEnd::RetryLater {
+        busy_since: after,
+        at: after,
+    };
     assert!(
-        !stalled
-            .retry_later(&old, after, after, after)
+        stalled
+            .finish(&old, retry, after, false)
             .await
             .unwrap()
+            .completion
+            == Completion::Stale
     );
-    let late = stalled.complete(&old, done("late"), after).await.unwrap();
+    let late = stalled
+        .finish(&old, ClaimEnd::Stored(done("late")), after, false)
+        .await
+        .unwrap()
+        .completion;
     assert_eq!(late, Completion::Stale);
     let stored = rescuer
-        .complete(&new, done("rescued"), after)
+        .finish(&new, ClaimEnd::Stored(done("rescued")), after, false)
         .await
-        .unwrap();
+        .unwrap()
+        .completion;
     assert!(matches!(stored, Completion::Stored { ended: None, .. }));
     let snapshot = rescuer.status(id, &ann).await.unwrap().unwrap();
     assert_eq!(snapshot.targets[0].state, done("rescued"));
@@ -138,7 +150,11 @@ async fn a_renewed_claim_is_kept() {
         assert!(other.claim(skewed).await.unwrap().is_none(), "never taken");
     }
     let now = Timestamp::from(SystemTime::now());
-    let stored = holder.complete(&claim, done("b1"), now).await.unwrap();
+    let stored = holder
+        .finish(&claim, ClaimEnd::Stored(done("b1")), now, false)
+        .await
+        .unwrap()
+        .completion;
     assert!(matches!(stored, Completion::Stored { ended: Some(_), .. }));
 }
 
@@ -172,7 +188,11 @@ async fn a_lapsed_claim_on_a_cancelled_job_is_swept() {
     assert!(swept, "the job was evicted once its claim lapsed");
     let now = Timestamp::from(SystemTime::now());
     assert_eq!(
-        stalled.complete(&old, done("late"), now).await.unwrap(),
+        stalled
+            .finish(&old, ClaimEnd::Stored(done("late")), now, false)
+            .await
+            .unwrap()
+            .completion,
         Completion::Stale
     );
 }
@@ -221,9 +241,15 @@ async fn a_runner_rescues_a_lapsed_claim_and_reports_it() {
         "one rescue, reported once"
     );
     let late = stalled
-        .complete(&old, done("late"), Timestamp::from(SystemTime::now()))
+        .finish(
+            &old,
+            ClaimEnd::Stored(done("late")),
+            Timestamp::from(SystemTime::now()),
+            false,
+        )
         .await
-        .unwrap();
+        .unwrap()
+        .completion;
     assert_eq!(late, Completion::Stale);
     let job = runner.status(&cid, id).await.unwrap();
     assert_eq!(job.targets[0].state, done("got c1"));

@@ -3,6 +3,10 @@
 //! throwaway cluster (`pg`) and skips, saying why, without one; the durable cluster's tests
 //! skip without theirs (below).
 
+#[macro_use]
+#[path = "../forward/mod.rs"]
+mod forward;
+
 #[path = "../crash_harness/mod.rs"]
 mod crash_harness;
 #[path = "../frozen/mod.rs"]

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use lockgate_batch::store::{CallerStore, ClaimEnd, Completion, Timestamp, WorkerStore};
 use lockgate_batch::store::{NewJob, PostgresError, PostgresStore};
-use lockgate_batch::store::{Store, Timestamp};
 use lockgate_batch::{Caller, Counts, JobStatus, TargetState};
 
 use crate::pg;
@@ -141,7 +141,10 @@ async fn a_version_1_schema_migrates_with_its_counts() {
         ];
         for result in results {
             let claim = store.claim(now).await.unwrap().unwrap();
-            store.complete(&claim, result, now).await.unwrap();
+            store
+                .finish(&claim, ClaimEnd::Stored(result), now, false)
+                .await
+                .unwrap();
         }
         id
     };
@@ -182,7 +185,8 @@ async fn a_version_1_schema_migrates_with_its_counts() {
     assert_eq!(listed, [summary]);
     let claim = store.claim(now).await.unwrap().expect("the pending target");
     assert_eq!((claim.job, claim.index), (id, 2));
-    store.release(&claim, now).await.unwrap();
+    let released = store.finish(&claim, ClaimEnd::Released, now, false).await;
+    assert_eq!(released.unwrap().completion, Completion::Pending);
     let keyed =
         |target: &str| NewJob::new(Caller::new("bob"), vec![target.into()], now, 10).with_key("k");
     let first = store.submit(keyed("4")).await.unwrap();

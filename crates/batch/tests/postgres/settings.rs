@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use lockgate_batch::store::Store;
+use lockgate_batch::store::CallerStore;
 use lockgate_batch::store::{PostgresError, PostgresOptions, PostgresStore};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, NewError, Runner, StoreError};
 

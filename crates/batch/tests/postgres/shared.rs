@@ -9,9 +9,9 @@ use std::time::{Duration, SystemTime};
 
 use lockgate_batch::hooks::Hooks;
 use lockgate_batch::store::{
-    Claim, Completion, NewJob, PostgresOptions, PostgresStore, StoreEvent, StoreWrapper, Submitted,
+    BoxFuture, CallerStore, Claim, ClaimEnd, Completion, Finished, NewJob, PostgresOptions,
+    PostgresStore, StoreEvent, Submitted, Timestamp, WorkerStore,
 };
-use lockgate_batch::store::{Store, Timestamp};
 use lockgate_batch::{
     Caller, Config, Counts, FetchContext, FetchError, JobId, JobStatus, Progress, Runner,
     StoreError, SubmitError, TargetOutcome, TargetState,
@@ -83,25 +83,9 @@ struct Logged {
     log: Arc<Mutex<Vec<Event>>>,
 }
 
-/// Only `submit`, `claim`, `complete` and `complete_and_claim` change; the rest forwards to
-/// the PostgreSQL store.
-impl StoreWrapper for Logged {
-    type Inner = PostgresStore;
-
-    fn inner(&self) -> &PostgresStore {
-        &self.store
-    }
-
-    async fn submit(&self, job: NewJob) -> Result<Submitted, SubmitError> {
-        let submitted = self.store.submit(job).await?;
-        if !submitted.existing {
-            self.log
-                .lock()
-                .unwrap()
-                .push(Event::Submitted(submitted.id.get()));
-        }
-        Ok(submitted)
-    }
+/// Only `submit`, `claim` and `finish` change; the rest forwards to the PostgreSQL store.
+impl WorkerStore for Logged {
+    forward!(store: lease_ttl recover renew next_wakeup changed evict_oldest);
 
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
         let claim = self.store.claim(now).await?;
@@ -114,37 +98,40 @@ impl StoreWrapper for Logged {
         Ok(claim)
     }
 
-    async fn complete(
-        &self,
-        claim: &Claim,
-        result: TargetState,
-        now: Timestamp,
-    ) -> Result<Completion, StoreError> {
-        let completion = self.store.complete(claim, result, now).await?;
-        self.stored(claim, completion);
-        Ok(completion)
-    }
-
     /// Logs the store, then the claim it made: the claim's statement ran after the store's.
-    async fn complete_and_claim(
+    async fn finish(
         &self,
         claim: &Claim,
-        result: TargetState,
+        end: ClaimEnd,
         now: Timestamp,
-    ) -> Result<(Completion, Option<Claim>), StoreError> {
-        let (completion, next) = self.store.complete_and_claim(claim, result, now).await?;
-        self.stored(claim, completion);
-        if let Some(next) = &next {
+        take_next: bool,
+    ) -> Result<Finished, StoreError> {
+        let finished = self.store.finish(claim, end, now, take_next).await?;
+        self.stored(claim, finished.completion);
+        if let Some(next) = &finished.next {
             self.log.lock().unwrap().push(Event::Claimed {
                 job: next.job.get(),
                 token: next.token,
             });
         }
-        Ok((completion, next))
+        Ok(finished)
     }
+}
 
-    fn claims_with_complete(&self) -> bool {
-        true
+impl CallerStore for Logged {
+    forward!(store: status summary jobs touch cancel events);
+
+    fn submit(&self, job: NewJob) -> BoxFuture<'_, Result<Submitted, SubmitError>> {
+        Box::pin(async move {
+            let submitted = self.store.submit(job).await?;
+            if !submitted.existing {
+                self.log
+                    .lock()
+                    .unwrap()
+                    .push(Event::Submitted(submitted.id.get()));
+            }
+            Ok(submitted)
+        })
     }
 }
 
@@ -516,7 +503,11 @@ async fn a_change_through_one_store_is_an_event_on_the_other() {
     let output = TargetState::Done {
         output_json: "1".into(),
     };
-    let Completion::Stored { progress, .. } = one.complete(&claim, output, now).await.unwrap()
+    let Completion::Stored { progress, .. } = one
+        .finish(&claim, ClaimEnd::Stored(output), now, false)
+        .await
+        .unwrap()
+        .completion
     else {
         panic!("stored");
     };
@@ -537,7 +528,9 @@ async fn a_change_through_one_store_is_an_event_on_the_other() {
     let output = TargetState::Done {
         output_json: "2".into(),
     };
-    one.complete(&next, output, now).await.unwrap();
+    one.finish(&next, ClaimEnd::Stored(output), now, false)
+        .await
+        .unwrap();
     one.cancel(id, &ann, now).await.unwrap(); // no claim out
     // The cancel's note is sent inside its transaction; the second store's note may come
     // before it or after (its interval), never instead of it.
@@ -577,7 +570,9 @@ async fn first_target_stored(
     let output = TargetState::Done {
         output_json: "1".into(),
     };
-    one.complete(&claim, output, now).await.unwrap();
+    one.finish(&claim, ClaimEnd::Stored(output), now, false)
+        .await
+        .unwrap();
     let stored = Progress::new(
         JobStatus::Running,
         counts(1, 1, 0),
@@ -646,7 +641,9 @@ async fn progress_notes_wait_for_the_progress_interval_but_the_end_does_not() {
         let output = TargetState::Done {
             output_json: index.to_string(),
         };
-        one.complete(&claim, output, now).await.unwrap();
+        one.finish(&claim, ClaimEnd::Stored(output), now, false)
+            .await
+            .unwrap();
     }
     let mut seen = Vec::new();
     while seen
@@ -697,16 +694,20 @@ async fn a_reconnected_listener_reports_missed_events() {
 
 /// A replica that serves API calls only: its workers never claim (every other call is the
 /// store's own).
-struct ApiOnly(PostgresStore);
+struct ApiOnly {
+    store: PostgresStore,
+}
 
-impl StoreWrapper for ApiOnly {
-    type Inner = PostgresStore;
-    fn inner(&self) -> &PostgresStore {
-        &self.0
-    }
+impl WorkerStore for ApiOnly {
+    forward!(store: lease_ttl recover renew finish next_wakeup changed evict_oldest);
+
     async fn claim(&self, _now: Timestamp) -> Result<Option<Claim>, StoreError> {
         Ok(None)
     }
+}
+
+impl CallerStore for ApiOnly {
+    forward!(store: submit status summary jobs touch cancel events);
 }
 
 /// A job that one replica runs is awaited and watched through another, which never claims:
@@ -737,7 +738,7 @@ async fn a_job_run_by_one_replica_is_awaited_and_watched_through_another() {
         .await
         .unwrap();
     let never = |_ctx: FetchContext, _: u32| async { unreachable!("the API replica never claims") };
-    let api = Runner::<u32, u32>::new(Config::default(), ApiOnly(api_store), never)
+    let api = Runner::<u32, u32>::new(Config::default(), ApiOnly { store: api_store }, never)
         .await
         .unwrap();
     let ann = Caller::new("ann");
@@ -846,7 +847,7 @@ async fn a_job_ended_unannounced_is_still_awaited_through_another_replica() {
     let mut events = api_store.events().expect("PostgreSQL has events");
     listening(&mut events).await;
     let never = |_ctx: FetchContext, _: u32| async { unreachable!("the API replica never claims") };
-    let api = Runner::<u32, u32>::new(Config::default(), ApiOnly(api_store), never)
+    let api = Runner::<u32, u32>::new(Config::default(), ApiOnly { store: api_store }, never)
         .await
         .unwrap();
     let ann = Caller::new("ann");

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use lockgate_batch::store::Timestamp;
-use lockgate_batch::store::{NewJob, SqliteError, SqliteStore, Store};
+use lockgate_batch::store::{CallerStore, NewJob, SqliteError, SqliteStore};
 use lockgate_batch::{Caller, StoreError, SubmitError};
 
 use crate::scratch::Scratch;

@@ -2,6 +2,10 @@
 //! suite over it, faults of its file, one owner per file across processes, and a runner
 //! killed mid-job. The tests that need a second process re-run this binary as a child.
 
+#[macro_use]
+#[path = "../forward/mod.rs"]
+mod forward;
+
 #[path = "../crash_harness/mod.rs"]
 mod crash_harness;
 #[path = "../frozen/mod.rs"]

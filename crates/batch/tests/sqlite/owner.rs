@@ -269,7 +269,7 @@ fn a_dropped_stores_file_opens_again_at_once_in_this_process() {
     for round in 0..50u64 {
         let store = SqliteStore::open(&db).unwrap();
         rt.block_on(async {
-            use lockgate_batch::store::Store;
+            use lockgate_batch::store::CallerStore;
             let job = lockgate_batch::store::NewJob::new(
                 Caller::new(format!("caller {round}")),
                 vec![round.to_string()],

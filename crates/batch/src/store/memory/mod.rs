@@ -9,21 +9,24 @@ use std::future::{Future, ready};
 use std::time::Duration;
 
 use crate::error::{StoreError, SubmitError};
-use crate::job::{Caller, Job, JobId, TargetState};
-use crate::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, Store, Submitted};
+use crate::job::{Caller, Job, JobId};
+use crate::store::{
+    BoxFuture, CallerStore, CancelOutcome, Claim, ClaimEnd, Evicted, Finished, NewJob, Submitted,
+    WorkerStore,
+};
 use crate::summary::JobSummary;
 use crate::sync::Mutex;
 use crate::time::Timestamp;
 
 pub(crate) use state::State;
 
-/// A [`Store`] in memory: fast, and gone with the process.
+/// A [`Store`](super::Store) in memory: fast, and gone with the process.
 ///
 /// One mutex guards all state, including the rotation; each call takes it once, never runs
 /// user code under it, and finishes without awaiting (its futures are ready at once). After a
 /// runner closed, another runner over the same `Arc<MemoryStore>` picks up where it stopped.
 ///
-/// Claims never lapse by default ([`Store::lease_ttl`] is `None`): one process owns the
+/// Claims never lapse by default ([`WorkerStore::lease_ttl`] is `None`): one process owns the
 /// memory. [`MemoryStore::with_lease`] makes claims lapse unless renewed, as a store shared by
 /// several processes must; it exercises the runner's heartbeat and fencing in tests.
 ///
@@ -92,17 +95,14 @@ impl MemoryStore {
     }
 }
 
-impl Store for MemoryStore {
+/// Claims cost one lock, so `finish` takes no next claim: the worker claims when it needs one.
+impl WorkerStore for MemoryStore {
     fn lease_ttl(&self) -> Option<Duration> {
         self.lease
     }
 
     fn recover(&self, _now: Timestamp) -> impl Future<Output = Result<usize, StoreError>> + Send {
         ready(Ok(self.with(State::recover)))
-    }
-
-    fn submit(&self, job: NewJob) -> impl Future<Output = Result<Submitted, SubmitError>> + Send {
-        ready(self.with(|s| s.submit(job)))
     }
 
     fn claim(
@@ -120,31 +120,14 @@ impl Store for MemoryStore {
         ready(Ok(self.with(|s| s.renew(claim, now, self.lease))))
     }
 
-    fn complete(
+    fn finish(
         &self,
         claim: &Claim,
-        result: TargetState,
+        end: ClaimEnd,
         now: Timestamp,
-    ) -> impl Future<Output = Result<Completion, StoreError>> + Send {
-        ready(Ok(self.with(|s| s.complete(claim, result, now))))
-    }
-
-    fn retry_later(
-        &self,
-        claim: &Claim,
-        busy_since: Timestamp,
-        at: Timestamp,
-        _now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        ready(Ok(self.with(|s| s.retry_later(claim, busy_since, at))))
-    }
-
-    fn release(
-        &self,
-        claim: &Claim,
-        _now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        ready(Ok(self.with(|s| s.release(claim))))
+        _take_next: bool,
+    ) -> impl Future<Output = Result<Finished, StoreError>> + Send {
+        ready(Ok(self.with(|s| s.finish(claim, end, now)).into()))
     }
 
     fn next_wakeup(
@@ -154,51 +137,57 @@ impl Store for MemoryStore {
         ready(Ok(self.with(|s| s.next_wakeup())))
     }
 
-    fn status(
-        &self,
-        id: JobId,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send {
-        ready(Ok(self.with(|s| s.status(id, caller))))
-    }
-
-    fn summary(
-        &self,
-        id: JobId,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Option<JobSummary>, StoreError>> + Send {
-        ready(Ok(self.with(|s| s.summary(id, caller))))
-    }
-
-    fn jobs(
-        &self,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Vec<JobSummary>, StoreError>> + Send {
-        ready(Ok(self.with(|s| s.jobs_of(caller))))
-    }
-
-    fn touch(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        _now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        ready(Ok(self.with(|s| s.touch(id, caller))))
-    }
-
-    fn cancel(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
-        ready(Ok(self.with(|s| s.cancel(id, caller, now))))
-    }
-
     fn evict_oldest(
         &self,
         max_bytes: u64,
     ) -> impl Future<Output = Result<Evicted, StoreError>> + Send {
         ready(Ok(self.with(|s| s.evict_oldest(max_bytes))))
+    }
+}
+
+impl CallerStore for MemoryStore {
+    fn submit(&self, job: NewJob) -> BoxFuture<'_, Result<Submitted, SubmitError>> {
+        Box::pin(ready(self.with(|s| s.submit(job))))
+    }
+
+    fn status<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<Job>, StoreError>> {
+        Box::pin(ready(Ok(self.with(|s| s.status(id, caller)))))
+    }
+
+    fn summary<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<JobSummary>, StoreError>> {
+        Box::pin(ready(Ok(self.with(|s| s.summary(id, caller)))))
+    }
+
+    fn jobs<'a>(
+        &'a self,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Vec<JobSummary>, StoreError>> {
+        Box::pin(ready(Ok(self.with(|s| s.jobs_of(caller)))))
+    }
+
+    fn touch<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+        _now: Timestamp,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(ready(Ok(self.with(|s| s.touch(id, caller)))))
+    }
+
+    fn cancel<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+        now: Timestamp,
+    ) -> BoxFuture<'a, Result<CancelOutcome, StoreError>> {
+        Box::pin(ready(Ok(self.with(|s| s.cancel(id, caller, now)))))
     }
 }

@@ -55,7 +55,7 @@ use std::time::Duration;
 use crate::error::{InvalidJob, SubmitError};
 use crate::hooks::TargetOutcome;
 use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
-use crate::store::{CancelOutcome, Claim, Completion, Ended, Evicted, NewJob, Submitted};
+use crate::store::{CancelOutcome, Claim, ClaimEnd, Completion, Ended, Evicted, NewJob, Submitted};
 use crate::summary::{JobSummary, Progress};
 use crate::time::Timestamp;
 
@@ -353,6 +353,20 @@ impl State {
             self.waiting.insert((at, id));
         } else if entry.next < entry.targets.len() {
             self.ready.insert(id);
+        }
+    }
+
+    /// [`WorkerStore::finish`](crate::store::WorkerStore::finish), without a next claim.
+    pub(crate) fn finish(&mut self, claim: &Claim, end: ClaimEnd, now: Timestamp) -> Completion {
+        let ended = match end {
+            ClaimEnd::Stored(result) => return self.complete(claim, result, now),
+            ClaimEnd::RetryLater { busy_since, at } => self.retry_later(claim, busy_since, at),
+            ClaimEnd::Released => self.release(claim),
+        };
+        if ended {
+            Completion::Pending
+        } else {
+            Completion::Stale
         }
     }
 

@@ -14,7 +14,7 @@
 //!   `Missed` (`listen.rs`), and a note sent twice is harmless (watchers keep the newer).
 //! - [`StoredTotal`]: the bytes the store holds, as last read from the table, plus the
 //!   results this process stored since. The runner asks
-//!   [`Store::evict_oldest`](crate::store::Store) right after every stored target, and
+//!   [`WorkerStore::evict_oldest`](crate::store::WorkerStore::evict_oldest) right after every stored target, and
 //!   nearly always the store is under its budget: the total answers that without a
 //!   statement. It is read from the table (one statement) when it is older than
 //!   [`TOTAL_READ_EVERY`], and dropped by a submit through this store, by a check that finds

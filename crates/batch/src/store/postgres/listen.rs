@@ -9,7 +9,7 @@
 //! connection is reopened after [`RECONNECT_WAIT`]; reopening bumps the generation too
 //! (messages sent meanwhile are gone), and the store's bounded fallback poll covers the gap.
 //!
-//! Every readable note is also sent to the [`Store::events`](crate::store::Store::events) receivers
+//! Every readable note is also sent to the [`CallerStore::events`](crate::store::CallerStore::events) receivers
 //! as [`StoreEvent::Progress`]; each time `LISTEN` succeeds (the first time included: changes
 //! before it were not heard either) they get [`StoreEvent::Missed`], and again every poll
 //! interval while it listens: notes sent after their changes' commits (`notifier.rs`) are
@@ -97,7 +97,7 @@ impl Signal {
     }
 }
 
-/// Wake-ups from other processes, for [`Store::changed`](crate::store::Store::changed).
+/// Wake-ups from other processes, for [`WorkerStore::changed`](crate::store::WorkerStore::changed).
 #[derive(Debug)]
 pub(super) struct Wakeups {
     config: tokio_postgres::Config,

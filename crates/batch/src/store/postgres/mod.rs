@@ -46,12 +46,13 @@ pub use options::PostgresOptions;
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId, TargetState};
 use crate::store::{
-    CancelOutcome, Claim, Completion, Evicted, NewJob, Store, StoreEvent, Submitted,
+    BoxFuture, CallerStore, CancelOutcome, Claim, ClaimEnd, Completion, Evicted, Finished, NewJob,
+    StoreEvent, Submitted, WorkerStore,
 };
 use crate::summary::JobSummary;
 use crate::time::Timestamp;
 
-/// A [`Store`] in a PostgreSQL database, shared by several runner processes (replicas).
+/// A [`Store`](super::Store) in a PostgreSQL database, shared by several runner processes (replicas).
 ///
 /// Every replica points its runner at the same database and schema; their workers drain the
 /// jobs together under the rules of one runner. Each call is one transaction over a pooled
@@ -64,7 +65,7 @@ use crate::time::Timestamp;
 ///   (in memory). A claim takes the first ready job from that cursor on, wrapping once, in
 ///   one statement, `FOR UPDATE SKIP LOCKED`: no row is locked or written by every claim, so
 ///   replicas claim side by side. With one process claiming, the order is exactly the rule
-///   of [`Store`]'s docs; with several, each other job is claimed at most once per claiming
+///   of [`Store`](super::Store)'s docs; with several, each other job is claimed at most once per claiming
 ///   process before a ready job (plus once by a claim already on its way), the bound those
 ///   docs give.
 /// - **Leases and fencing.** A claim holds a lease of [`PostgresOptions::lease_ttl`], renewed
@@ -89,7 +90,7 @@ use crate::time::Timestamp;
 ///   at least every [`PostgresOptions::poll_interval`] regardless.
 /// - **Events**: each of those `NOTIFY`s, and the notes of a job's start, its stored targets
 ///   and its end, carry the job's status and counts right after the change;
-///   [`Store::events`] receivers get each as a [`StoreEvent::Progress`] (from every replica,
+///   [`CallerStore::events`](super::CallerStore::events) receivers get each as a [`StoreEvent::Progress`] (from every replica,
 ///   this one included). Starts, stored targets and ends are announced by the process
 ///   right after their commits, in statements of their own that do not wait for the disk
 ///   (inside a durable store, PostgreSQL's notify lock would be held through the flush, one
@@ -323,32 +324,42 @@ macro_rules! one_statement {
     }};
 }
 
-impl Store for PostgresStore {
+impl PostgresStore {
+    /// Stores a result and claims the next target in the same statement (`finish` with
+    /// `take_next`).
+    async fn complete_and_claim(
+        &self,
+        claim: &Claim,
+        result: TargetState,
+        now: Timestamp,
+    ) -> Result<Finished, StoreError> {
+        self.wakeups.claiming();
+        let from = self.cursor.start();
+        let ((stored, next), _client) = one_statement!(self, |c| queries::complete_and_claim(
+            c,
+            claim,
+            result,
+            now,
+            self.lease_ttl,
+            from.id()
+        ))?;
+        Ok(Finished {
+            completion: self.stored(claim, stored),
+            next: self.claimed(from, next),
+        })
+    }
+}
+
+/// A claim is a round trip and a commit of its own: a `finish` asked to take the next
+/// claim carries it in the store statement, so a busy worker never claims alone.
+impl WorkerStore for PostgresStore {
     fn lease_ttl(&self) -> Option<Duration> {
         Some(self.lease_ttl)
-    }
-
-    /// `true`: a claim is a round trip and a commit, which the store statement can carry.
-    fn claims_with_complete(&self) -> bool {
-        true
     }
 
     async fn recover(&self, _now: Timestamp) -> Result<usize, StoreError> {
         // Claims out belong to other replicas (or a dead one): their leases decide.
         transaction!(self, |tx| queries::live_jobs(&tx))
-    }
-
-    async fn submit(&self, job: NewJob) -> Result<Submitted, SubmitError> {
-        // The job's targets count against the budget: a total read before it is stale. Dropped
-        // before (a commit whose answer is lost still counts) and after (a reading taken
-        // meanwhile may not include it).
-        self.stored_total.forget();
-        let mut client = self.client().await?;
-        let tx = self.begin(&mut client).await?;
-        let submitted = queries::submit(&tx, &self.channel, job).await?;
-        tx.commit().await.map_err(PostgresError::from)?;
-        self.stored_total.forget();
-        Ok(submitted)
     }
 
     async fn claim(&self, now: Timestamp) -> Result<Option<Claim>, StoreError> {
@@ -372,54 +383,35 @@ impl Store for PostgresStore {
         transaction!(self, |tx| queries::renew(&tx, claim, self.lease_ttl))
     }
 
-    async fn complete(
+    async fn finish(
         &self,
         claim: &Claim,
-        result: TargetState,
+        end: ClaimEnd,
         now: Timestamp,
-    ) -> Result<Completion, StoreError> {
-        let (stored, _client) = one_statement!(self, |c| queries::complete(c, claim, result, now))?;
-        Ok(self.stored(claim, stored))
-    }
-
-    async fn complete_and_claim(
-        &self,
-        claim: &Claim,
-        result: TargetState,
-        now: Timestamp,
-    ) -> Result<(Completion, Option<Claim>), StoreError> {
-        self.wakeups.claiming();
-        let from = self.cursor.start();
-        let ((stored, next), _client) = one_statement!(self, |c| queries::complete_and_claim(
-            c,
-            claim,
-            result,
-            now,
-            self.lease_ttl,
-            from.id()
-        ))?;
-        Ok((self.stored(claim, stored), self.claimed(from, next)))
-    }
-
-    async fn retry_later(
-        &self,
-        claim: &Claim,
-        busy_since: Timestamp,
-        at: Timestamp,
-        now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        transaction!(self, |tx| queries::retry_later(
-            &tx,
-            &self.channel,
-            claim,
-            busy_since,
-            at,
-            now
-        ))
-    }
-
-    async fn release(&self, claim: &Claim, now: Timestamp) -> Result<bool, StoreError> {
-        transaction!(self, |tx| queries::release(&tx, &self.channel, claim, now))
+        take_next: bool,
+    ) -> Result<Finished, StoreError> {
+        let ended = match end {
+            ClaimEnd::Stored(result) if take_next => {
+                return self.complete_and_claim(claim, result, now).await;
+            }
+            ClaimEnd::Stored(result) => {
+                let (stored, _client) =
+                    one_statement!(self, |c| queries::complete(c, claim, result, now))?;
+                return Ok(self.stored(claim, stored).into());
+            }
+            ClaimEnd::RetryLater { busy_since, at } => transaction!(self, |tx| {
+                queries::retry_later(&tx, &self.channel, claim, busy_since, at, now)
+            })?,
+            ClaimEnd::Released => {
+                transaction!(self, |tx| queries::release(&tx, &self.channel, claim, now))?
+            }
+        };
+        Ok(if ended {
+            Completion::Pending
+        } else {
+            Completion::Stale
+        }
+        .into())
     }
 
     async fn next_wakeup(&self, now: Timestamp) -> Result<Option<Timestamp>, StoreError> {
@@ -431,41 +423,6 @@ impl Store for PostgresStore {
 
     fn changed(&self) -> impl Future<Output = ()> + Send {
         self.wakeups.changed()
-    }
-
-    async fn status(&self, id: JobId, caller: &Caller) -> Result<Option<Job>, StoreError> {
-        transaction!(self, |tx| queries::status(&tx, id, caller))
-    }
-
-    async fn summary(&self, id: JobId, caller: &Caller) -> Result<Option<JobSummary>, StoreError> {
-        transaction!(self, |tx| queries::summary(&tx, id, caller))
-    }
-
-    async fn jobs(&self, caller: &Caller) -> Result<Vec<JobSummary>, StoreError> {
-        transaction!(self, |tx| queries::jobs(&tx, caller))
-    }
-
-    fn events(&self) -> Option<broadcast::Receiver<StoreEvent>> {
-        Some(self.wakeups.events())
-    }
-
-    async fn touch(&self, id: JobId, caller: &Caller, now: Timestamp) -> Result<bool, StoreError> {
-        transaction!(self, |tx| queries::touch(&tx, id, caller, now))
-    }
-
-    async fn cancel(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> Result<CancelOutcome, StoreError> {
-        transaction!(self, |tx| queries::cancel(
-            &tx,
-            &self.channel,
-            id,
-            caller,
-            now
-        ))
     }
 
     async fn evict_oldest(&self, max_bytes: u64) -> Result<Evicted, StoreError> {
@@ -488,6 +445,76 @@ impl Store for PostgresStore {
         let evicted = transaction!(self, |tx| queries::evict_oldest(&tx, max_bytes));
         self.stored_total.forget();
         evicted
+    }
+}
+
+impl CallerStore for PostgresStore {
+    fn submit(&self, job: NewJob) -> BoxFuture<'_, Result<Submitted, SubmitError>> {
+        Box::pin(async move {
+            // The job's targets count against the budget: a total read before it is stale.
+            // Dropped before (a commit whose answer is lost still counts) and after (a
+            // reading taken meanwhile may not include it).
+            self.stored_total.forget();
+            let mut client = self.client().await?;
+            let tx = self.begin(&mut client).await?;
+            let submitted = queries::submit(&tx, &self.channel, job).await?;
+            tx.commit().await.map_err(PostgresError::from)?;
+            self.stored_total.forget();
+            Ok(submitted)
+        })
+    }
+
+    fn status<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<Job>, StoreError>> {
+        Box::pin(async move { transaction!(self, |tx| queries::status(&tx, id, caller)) })
+    }
+
+    fn summary<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<JobSummary>, StoreError>> {
+        Box::pin(async move { transaction!(self, |tx| queries::summary(&tx, id, caller)) })
+    }
+
+    fn jobs<'a>(
+        &'a self,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Vec<JobSummary>, StoreError>> {
+        Box::pin(async move { transaction!(self, |tx| queries::jobs(&tx, caller)) })
+    }
+
+    fn touch<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+        now: Timestamp,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move { transaction!(self, |tx| queries::touch(&tx, id, caller, now)) })
+    }
+
+    fn cancel<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+        now: Timestamp,
+    ) -> BoxFuture<'a, Result<CancelOutcome, StoreError>> {
+        Box::pin(async move {
+            transaction!(self, |tx| queries::cancel(
+                &tx,
+                &self.channel,
+                id,
+                caller,
+                now
+            ))
+        })
+    }
+
+    fn events(&self) -> Option<broadcast::Receiver<StoreEvent>> {
+        Some(self.wakeups.events())
     }
 }
 

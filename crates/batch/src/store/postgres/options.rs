@@ -122,7 +122,7 @@ impl PostgresOptions {
     /// How often this process announces the progress of jobs that go on (default 100 ms, from
     /// zero to 1 h): the stored targets' notes wait, newest per job, and go out together at
     /// least this long after the last announcement this process sent. Replicas' watchers
-    /// ([`Store::events`](crate::store::Store::events)) then see a running job's counts this
+    /// ([`CallerStore::events`](crate::store::CallerStore::events)) then see a running job's counts this
     /// late at most; a job's start and end are announced at once whatever this says (right
     /// after their commits). Every announcement wakes every replica's listening connection,
     /// so one per stored target (`Duration::ZERO`) costs each replica work for the targets of

@@ -97,7 +97,7 @@ mod claims_on_a_server {
 
     use crate::job::{Caller, TargetState};
     use crate::store::postgres::{PostgresStore, queries};
-    use crate::store::{NewJob, Store};
+    use crate::store::{CallerStore, ClaimEnd, NewJob, WorkerStore};
     use crate::time::Timestamp;
 
     const LEASE: Duration = Duration::from_secs(30);
@@ -183,7 +183,10 @@ mod claims_on_a_server {
             let done = TargetState::Done {
                 output_json: "1".into(),
             };
-            store.complete(&claim, done, now()).await.unwrap();
+            store
+                .finish(&claim, ClaimEnd::Stored(done), now(), false)
+                .await
+                .unwrap();
         }
     }
 

@@ -18,14 +18,17 @@ pub use error::SqliteError;
 pub use options::{MAX_BUSY_TIMEOUT, SqliteOptions, Synchronous};
 
 use crate::error::{StoreError, SubmitError};
-use crate::job::{Caller, Job, JobId, TargetState};
-use crate::store::{CancelOutcome, Claim, Completion, Evicted, NewJob, Store, Submitted};
+use crate::job::{Caller, Job, JobId};
+use crate::store::{
+    BoxFuture, CallerStore, CancelOutcome, Claim, ClaimEnd, Completion, Evicted, Finished, NewJob,
+    Submitted, WorkerStore,
+};
 use crate::summary::JobSummary;
 use crate::time::Timestamp;
 use owner::OwnerLock;
 use thread::ConnectionThread;
 
-/// A [`Store`] in one SQLite file: jobs, targets and results survive a restart.
+/// A [`Store`](super::Store) in one SQLite file: jobs, targets and results survive a restart.
 ///
 /// One connection, in WAL mode, on a thread of its own: every call is sent to that thread, so
 /// SQLite's work (and its fsyncs, with [`Synchronous::Full`]) never blocks the tokio thread
@@ -52,7 +55,7 @@ use thread::ConnectionThread;
 ///   was never stored: it is fetched again after the restart, and its result is stored once.
 /// - **Nothing stored is lost** by a failed call: each call is one savepoint of a transaction,
 ///   undone on error (a full disk, a lock held too long), and answered only once committed.
-/// - Claims never lapse ([`Store::lease_ttl`] is `None`): one process owns the file. Several
+/// - Claims never lapse ([`WorkerStore::lease_ttl`](super::WorkerStore::lease_ttl) is `None`): one process owns the file. Several
 ///   runner processes over one set of jobs need the PostgreSQL store.
 ///
 /// # Blocking
@@ -360,13 +363,11 @@ impl From<SqliteError> for SubmitError {
     }
 }
 
-impl Store for SqliteStore {
+/// A claim is one call on the connection's thread, which runs calls in order: `finish`
+/// takes no next claim, and the worker claims when it needs one.
+impl WorkerStore for SqliteStore {
     fn recover(&self, now: Timestamp) -> impl Future<Output = Result<usize, StoreError>> + Send {
         self.write(move |tx, c| queries::recover(tx, c, now))
-    }
-
-    fn submit(&self, job: NewJob) -> impl Future<Output = Result<Submitted, SubmitError>> + Send {
-        self.write(move |tx, c| queries::submit(tx, c, job))
     }
 
     fn claim(
@@ -385,34 +386,31 @@ impl Store for SqliteStore {
         self.read(move |tx| queries::renew(tx, &claim))
     }
 
-    fn complete(
+    fn finish(
         &self,
         claim: &Claim,
-        result: TargetState,
+        end: ClaimEnd,
         now: Timestamp,
-    ) -> impl Future<Output = Result<Completion, StoreError>> + Send {
+        _take_next: bool,
+    ) -> impl Future<Output = Result<Finished, StoreError>> + Send {
         let claim = claim.clone();
-        self.write(move |tx, c| queries::complete(tx, c, &claim, result, now))
-    }
-
-    fn retry_later(
-        &self,
-        claim: &Claim,
-        busy_since: Timestamp,
-        at: Timestamp,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        let claim = claim.clone();
-        self.write(move |tx, c| queries::retry_later(tx, c, &claim, busy_since, at, now))
-    }
-
-    fn release(
-        &self,
-        claim: &Claim,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        let claim = claim.clone();
-        self.write(move |tx, c| queries::release(tx, c, &claim, now))
+        let finished = self.write(move |tx, c| {
+            let ended = match end {
+                ClaimEnd::Stored(result) => {
+                    return queries::complete(tx, c, &claim, result, now);
+                }
+                ClaimEnd::RetryLater { busy_since, at } => {
+                    queries::retry_later(tx, c, &claim, busy_since, at, now)?
+                }
+                ClaimEnd::Released => queries::release(tx, c, &claim, now)?,
+            };
+            Ok(if ended {
+                Completion::Pending
+            } else {
+                Completion::Stale
+            })
+        });
+        async move { finished.await.map(Finished::from) }
     }
 
     fn next_wakeup(
@@ -422,52 +420,6 @@ impl Store for SqliteStore {
         self.read(queries::next_wakeup)
     }
 
-    fn status(
-        &self,
-        id: JobId,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Option<Job>, StoreError>> + Send {
-        let caller = caller.clone();
-        self.read(move |tx| queries::status(tx, id, &caller))
-    }
-
-    fn summary(
-        &self,
-        id: JobId,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Option<JobSummary>, StoreError>> + Send {
-        let caller = caller.clone();
-        self.read(move |tx| queries::summary(tx, id, &caller))
-    }
-
-    fn jobs(
-        &self,
-        caller: &Caller,
-    ) -> impl Future<Output = Result<Vec<JobSummary>, StoreError>> + Send {
-        let caller = caller.clone();
-        self.read(move |tx| queries::jobs(tx, &caller))
-    }
-
-    fn touch(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        let caller = caller.clone();
-        self.write(move |tx, c| queries::touch(tx, c, id, &caller, now))
-    }
-
-    fn cancel(
-        &self,
-        id: JobId,
-        caller: &Caller,
-        now: Timestamp,
-    ) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
-        let caller = caller.clone();
-        self.write(move |tx, c| queries::cancel(tx, c, id, &caller, now))
-    }
-
     async fn evict_oldest(&self, max_bytes: u64) -> Result<Evicted, StoreError> {
         // The common case answers without a trip to the connection's thread.
         if self.stored_bytes() <= max_bytes {
@@ -475,6 +427,58 @@ impl Store for SqliteStore {
         }
         self.write(move |tx, c| queries::evict_oldest(tx, c, max_bytes))
             .await
+    }
+}
+
+impl CallerStore for SqliteStore {
+    fn submit(&self, job: NewJob) -> BoxFuture<'_, Result<Submitted, SubmitError>> {
+        Box::pin(self.write(move |tx, c| queries::submit(tx, c, job)))
+    }
+
+    fn status<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<Job>, StoreError>> {
+        let caller = caller.clone();
+        Box::pin(self.read(move |tx| queries::status(tx, id, &caller)))
+    }
+
+    fn summary<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Option<JobSummary>, StoreError>> {
+        let caller = caller.clone();
+        Box::pin(self.read(move |tx| queries::summary(tx, id, &caller)))
+    }
+
+    fn jobs<'a>(
+        &'a self,
+        caller: &'a Caller,
+    ) -> BoxFuture<'a, Result<Vec<JobSummary>, StoreError>> {
+        let caller = caller.clone();
+        Box::pin(self.read(move |tx| queries::jobs(tx, &caller)))
+    }
+
+    fn touch<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+        now: Timestamp,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let caller = caller.clone();
+        Box::pin(self.write(move |tx, c| queries::touch(tx, c, id, &caller, now)))
+    }
+
+    fn cancel<'a>(
+        &'a self,
+        id: JobId,
+        caller: &'a Caller,
+        now: Timestamp,
+    ) -> BoxFuture<'a, Result<CancelOutcome, StoreError>> {
+        let caller = caller.clone();
+        Box::pin(self.write(move |tx, c| queries::cancel(tx, c, id, &caller, now)))
     }
 }
 

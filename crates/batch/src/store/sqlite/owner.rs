@@ -1,7 +1,7 @@
 //! One owner per database file, whatever the name it is opened by: an exclusive lock on the
 //! file itself.
 //!
-//! A SQLite store frees every claim it finds at start (`Store::recover`): correct for a
+//! A SQLite store frees every claim it finds at start (`WorkerStore::recover`): correct for a
 //! restarted owner, fatal for a second store over a file that a live runner still serves (its
 //! claims would be freed under it and fetched twice, its results stored by two processes). So
 //! a store takes this lock before it opens, or even reads, the database, and a second open,

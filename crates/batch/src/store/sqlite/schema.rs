@@ -57,7 +57,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (job, idx)
     ) WITHOUT ROWID;
     ",
-    // Version 2: idempotency keys, and a caller's jobs in submit order (`Store::jobs`).
+    // Version 2: idempotency keys, and a caller's jobs in submit order (`CallerStore::jobs`).
     //
     // A job's counts need no column of their own: `done` and `failed` are version 1's, bumped
     // by the very `UPDATE` that stores a target, and pending is `total - done - failed`; so

@@ -2,7 +2,7 @@
 //! (the thread held in a call while others queue behind it).
 
 use super::*;
-use crate::job::{Counts, JobStatus};
+use crate::job::{Counts, JobStatus, TargetState};
 
 fn job(caller: &str, targets: &[&str]) -> NewJob {
     NewJob::new(
@@ -30,7 +30,13 @@ fn a_full_disk_is_a_typed_error_and_loses_nothing_stored() {
     let done = TargetState::Done {
         output_json: "\"kept\"".into(),
     };
-    block_on(store.complete(&claim, done.clone(), Timestamp::from_micros(3))).unwrap();
+    block_on(store.finish(
+        &claim,
+        ClaimEnd::Stored(done.clone()),
+        Timestamp::from_micros(3),
+        false,
+    ))
+    .unwrap();
 
     // SQLite answers SQLITE_FULL once the file would outgrow max_page_count: the same code
     // path as a full disk.
@@ -78,8 +84,14 @@ fn stale_claims_store_nothing() {
     let result = TargetState::Done {
         output_json: "1".into(),
     };
-    let outcome = block_on(store.complete(&claim, result, Timestamp::from_micros(4))).unwrap();
-    assert_eq!(outcome, Completion::Stale);
+    let outcome = block_on(store.finish(
+        &claim,
+        ClaimEnd::Stored(result),
+        Timestamp::from_micros(4),
+        false,
+    ))
+    .unwrap();
+    assert_eq!(outcome.completion, Completion::Stale);
     assert!(!block_on(store.renew(&claim, Timestamp::from_micros(4))).unwrap());
     let again = block_on(store.claim(Timestamp::from_micros(5)))
         .unwrap()

@@ -11,7 +11,10 @@ use crate::error::StoreError;
 use crate::job::{JobId, JobStatus};
 
 #[cfg(feature = "metrics")]
-pub use crate::metrics::MetricsHooks;
+mod metrics;
+
+#[cfg(feature = "metrics")]
+pub use metrics::MetricsHooks;
 
 /// How a stored target ended, for [`Hooks::target`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

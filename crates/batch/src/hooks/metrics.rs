@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use metrics::{Counter, Gauge, Histogram, IntoLabels, Label, Unit};
 
+use super::{Hooks, JobEvent, RescueEvent, TargetEvent, TargetOutcome};
 use crate::error::StoreError;
-use crate::hooks::{Hooks, JobEvent, RescueEvent, TargetEvent, TargetOutcome};
 use crate::job::JobStatus;
 
 const TARGETS: &str = "lockgate_batch_targets_total";

@@ -90,7 +90,7 @@ use crate::time::Timestamp;
 ///   at least every [`PostgresOptions::poll_interval`] regardless.
 /// - **Events**: each of those `NOTIFY`s, and the notes of a job's start, its stored targets
 ///   and its end, carry the job's status and counts right after the change;
-///   [`CallerStore::events`](super::CallerStore::events) receivers get each as a [`StoreEvent::Progress`] (from every replica,
+///   [`CallerStore::events`] receivers get each as a [`StoreEvent::Progress`] (from every replica,
 ///   this one included). Starts, stored targets and ends are announced by the process
 ///   right after their commits, in statements of their own that do not wait for the disk
 ///   (inside a durable store, PostgreSQL's notify lock would be held through the flush, one

@@ -55,7 +55,7 @@ use thread::ConnectionThread;
 ///   was never stored: it is fetched again after the restart, and its result is stored once.
 /// - **Nothing stored is lost** by a failed call: each call is one savepoint of a transaction,
 ///   undone on error (a full disk, a lock held too long), and answered only once committed.
-/// - Claims never lapse ([`WorkerStore::lease_ttl`](super::WorkerStore::lease_ttl) is `None`): one process owns the file. Several
+/// - Claims never lapse ([`WorkerStore::lease_ttl`] is `None`): one process owns the file. Several
 ///   runner processes over one set of jobs need the PostgreSQL store.
 ///
 /// # Blocking

@@ -14,7 +14,7 @@
 //!    becomes: `Ok` → `Done` (or `Failed` if the output does not serialize, as when the
 //!    target does not deserialize); a target error → `Failed` with its message and hint; any
 //!    other error → `Failed` with its text, no hint; a panic → `Failed` with
-//!    [`INTERNAL_ERROR`] (the message is logged, never stored); a lost lease → nothing is
+//!    [`INTERNAL_ERROR`](fetch::INTERNAL_ERROR) (the message is logged, never stored); a lost lease → nothing is
 //!    stored (the claim is someone else's now); busy → failed with the
 //!    reason once the target has been busy longer than `retry_for` since
 //!    [`Claim::busy_since`], else `retry_later` at now + the error's own wait or
@@ -22,78 +22,31 @@
 //!    released and the target stays pending for the next runner over the store.
 //! 5. Every round spends one unit of tokio's cooperative budget: with an in-memory store and
 //!    instant fetches nothing else would ever make the worker yield, and a current-thread
-//!    runtime's other tasks (and its timers) would starve until the queue ran dry.
-//! 6. A result's store finishes beside the next claim and the next fetch ([`Overlap`]): once
-//!    fetched, a target's store call, hooks and eviction check (its *finish*) run while the
-//!    worker claims and fetches its next target, and the worker waits for a finish before
-//!    it starts the next one, so at most one store per worker is out. The finish is polled
-//!    first, so a store that answers at once (memory, or SQLite's thread, which runs calls
-//!    in order) has stored before the claim runs, as in sequence (its hooks and eviction
-//!    check come after the claim); a shared store, or any store retrying a failed call,
-//!    runs the round trips side by side. A worker thus holds up to two claims (one being
-//!    stored, one fetched), and the next target's hooks may come before the last one's. A
-//!    claim made beside a finish cannot take the stored job's next target (that job is
-//!    still in flight until the store commits), so when it finds nothing the worker waits
-//!    for the finish and claims as in step 2, and claims after the finish for a while (a
-//!    single serial job would otherwise cost an empty claim per target). A fetched target
-//!    whose worker still waits for the last finish keeps its lease renewed (it is abandoned
-//!    if the lease is lost). After waiting for a finish the worker checks for close before
-//!    it claims. The worker never sleeps, and never returns (close), with a finish out.
-//! 7. A worker whose last fetch took at most [`AHEAD_FOR_FETCHES_UNDER`] asks the store to
-//!    take the target after next with each result it stores ([`WorkerStore::finish`] with
-//!    `take_next`). Whether to is the store's choice; once a store has handed a claim back
-//!    (the PostgreSQL store, where a claim is a round trip and a commit of its own), the
-//!    worker fetches that claim once the fetch it runs now ends (the finish ends beside that
-//!    fetch). To get two claims into the pipeline, the first claim ahead is a plain claim
-//!    beside a fetch, made only when no finish is out, so a worker's claims are never two
-//!    at once and it fetches in the order it claimed (token order, which is the rotation's
-//!    order; a claim the store takes ahead with a finish the worker overlapped before it
-//!    knew the store does is fetched before a later claim made beside it). While the finish that is out claims ahead, the worker waits for it instead of
-//!    claiming beside it. A claim ahead that found nothing pauses claiming ahead as an
-//!    overlapping claim that found nothing pauses step 6. A claim held ahead longer than a
-//!    heartbeat's interval is renewed before its fetch (and dropped if its lease is lost);
-//!    one whose job may have been cancelled since it was asked for (the runner counts the
-//!    cancels it learns of, its own and, through the store's events, other runners') is
-//!    checked against the store and released if the job is no longer live, so no target
-//!    starts after a cancel through this runner returned; at close it is released
-//!    unfetched, its target pending for the next runner. A worker thus holds up to three
-//!    claims: one being stored, one fetched, one ahead.
+//! 6. A result's store finishes beside the next claim and the next fetch, and a store that
+//!    takes claims with its stores keeps one claim ahead: the [`pipeline`] and its rules.
 
 use std::error::Error;
-use std::pin::{Pin, pin};
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
-use lockgate_panicguard::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio_util::sync::CancellationToken;
 
 use crate::error::StoreError;
-use crate::fetch::{Fetch, FetchContext, FetchError};
-use crate::hooks::{RescueEvent, TargetEvent, TargetOutcome};
+use crate::fetch::Fetch;
+use crate::hooks::{TargetEvent, TargetOutcome};
 use crate::job::TargetState;
 use crate::shared::Shared;
 #[cfg(doc)]
 use crate::store::WorkerStore;
 use crate::store::{Claim, ClaimEnd, Completion, Finished, Store};
-use crate::time::Timestamp;
 
-/// The error text a panicking fetch leaves in its target.
-pub(crate) const INTERNAL_ERROR: &str = "internal error";
+mod fetch;
+mod pipeline;
 
-/// What one fetch came to, before it is stored.
-enum Attempt {
-    Result(TargetState),
-    /// Busy: why, and how long to wait if not `retry_wait`.
-    Busy {
-        reason: String,
-        after: Option<Duration>,
-    },
-    /// An error while closing, or a lost lease: the result is not stored.
-    Abandon,
-}
+use fetch::{Attempt, Fetched, fetch_one, with_heartbeat};
+use pipeline::{AHEAD_FOR_FETCHES_UNDER, Ahead, First, Pipeline, beside, finish};
 
 /// Runs one worker until close.
 ///
@@ -281,119 +234,6 @@ where
     }
 }
 
-/// Step 7 claims ahead only after a fetch at most this long: the claim waits for the next
-/// fetch to end, which is likely as short, while no other worker can take its target.
-const AHEAD_FOR_FETCHES_UNDER: Duration = Duration::from_millis(100);
-
-/// What a worker carries from round to round besides the finish that is out.
-#[derive(Default)]
-struct Pipeline {
-    /// A claim the last finish took ahead, to fetch next (step 7).
-    ahead: Option<Ahead>,
-    /// The finish that is out claims ahead.
-    claiming: bool,
-    /// Step 6's rule, which step 7's claims ahead follow too.
-    overlap: Overlap,
-    /// The store has handed a next claim back from a finish: it claims with its store
-    /// call, and step 7 runs (learned, never asked: see `WorkerStore::finish`).
-    store_claims_ahead: bool,
-}
-
-impl Pipeline {
-    /// Which claim to fetch now, given `claim`, just made: a claim held ahead with an
-    /// earlier token goes first, and `claim` is then held ahead in its place (read against
-    /// cancels before its fetch, as a claim ahead is).
-    fn first_of(&mut self, claim: Claim, now: Timestamp) -> First {
-        match self.ahead.take() {
-            Some(held) if held.claim.token < claim.token => {
-                self.ahead = Some(Ahead {
-                    claim,
-                    at: now,
-                    cancels: u64::MAX, // never equal: its job is read before its fetch
-                });
-                First::Held(held)
-            }
-            held => {
-                self.ahead = held;
-                First::Fresh(claim)
-            }
-        }
-    }
-
-    /// Takes in what a finish that ended brings: `Some` if it tried to claim ahead, with
-    /// the claim if it found one.
-    fn finished(&mut self, tried: Option<Option<Ahead>>) {
-        self.claiming = false;
-        let Some(next) = tried else {
-            return;
-        };
-        self.overlap.claimed(next.is_some());
-        debug_assert!(
-            self.ahead.is_none() || next.is_none(),
-            "a claim ahead is fetched before the next finish ends"
-        );
-        if next.is_some() {
-            self.store_claims_ahead = true;
-            self.ahead = next;
-        }
-    }
-}
-
-/// What [`Pipeline::first_of`] chose to fetch now.
-enum First {
-    /// The claim just made.
-    Fresh(Claim),
-    /// A claim held ahead, made before it.
-    Held(Ahead),
-}
-
-/// A claim a finish took ahead (step 7), when it arrived, and [`Shared::cancels`] as it was
-/// before the claim was asked for.
-struct Ahead {
-    claim: Claim,
-    at: Timestamp,
-    cancels: u64,
-}
-
-impl Ahead {
-    /// The claim to fetch now; `None` if its job was cancelled meanwhile (the claim is then
-    /// released: no target of a cancelled job starts) or its lease was lost. Its job is read
-    /// again only if a cancel came since the claim was asked for, and the claim renewed
-    /// first only if it waited a heartbeat's interval.
-    async fn keep<T, O, S: Store>(self, shared: &Shared<T, O>, store: &S) -> Option<Claim> {
-        if shared.cancels.load(Ordering::SeqCst) != self.cancels {
-            let claim = &self.claim;
-            let read = store_call(shared, || store.summary(claim.job, &claim.caller)).await;
-            // Not live, gone, or unknown because the runner is closing: not fetched.
-            if !matches!(read, Some(Some(job)) if job.status.is_live()) {
-                let now = shared.clock.now();
-                let end = || store.finish(claim, ClaimEnd::Released, now, false);
-                let _ = store_call(shared, end).await;
-                return None;
-            }
-        }
-        let Some(ttl) = store.lease_ttl() else {
-            return Some(self.claim);
-        };
-        let now = shared.clock.now();
-        if now.saturating_since(self.at) < heartbeat_every(ttl) {
-            return Some(self.claim);
-        }
-        match store.renew(&self.claim, now).await {
-            Ok(false) => {
-                tracing::warn!(
-                    job = %self.claim.job,
-                    target = self.claim.index,
-                    "lease of a claim taken ahead lost before its fetch; dropped"
-                );
-                None
-            }
-            // A failed renewal is retried by the fetch's heartbeat.
-            Ok(true) | Err(_) => Some(self.claim),
-        }
-    }
-}
-
 /// What a worker's finish does.
 enum Round {
     /// Stores a fetched target (step 6), letting the store claim the target after next with
@@ -445,79 +285,6 @@ where
         at: shared.clock.now(),
         cancels,
     }))
-}
-
-/// Runs the finish that is out, if one is, to its end, into `pipe`.
-async fn finish<Fut: Future<Output = Option<Option<Ahead>>>>(
-    mut finishing: Pin<&mut Option<Fut>>,
-    pipe: &mut Pipeline,
-) {
-    if let Some(out) = finishing.as_mut().as_pin_mut() {
-        let tried = out.await;
-        finishing.set(None);
-        pipe.finished(tried);
-    }
-}
-
-/// Runs `main` to its end while the finish that is out, if one is, makes progress (and is
-/// cleared once it ends, into `pipe`); the finish is polled first.
-async fn beside<Fut: Future<Output = Option<Option<Ahead>>>, R>(
-    mut finishing: Pin<&mut Option<Fut>>,
-    pipe: &mut Pipeline,
-    main: impl Future<Output = R>,
-) -> R {
-    let mut main = pin!(main);
-    loop {
-        let Some(out) = finishing.as_mut().as_pin_mut() else {
-            return main.await;
-        };
-        tokio::select! {
-            biased;
-            tried = out => {
-                finishing.set(None);
-                pipe.finished(tried);
-            }
-            value = &mut main => return value,
-        }
-    }
-}
-
-/// Step 6's rule: claim while the last target finishes, unless doing so found nothing
-/// lately (a single serial job, whose next target waits for that very store).
-#[derive(Debug, Default)]
-struct Overlap {
-    /// Claims still to make after the finish.
-    paused_for: u32,
-}
-
-impl Overlap {
-    /// How many claims wait for the finish after an overlapping claim found nothing.
-    const PAUSE: u32 = 16;
-
-    fn active(&self) -> bool {
-        self.paused_for == 0
-    }
-
-    /// An overlapping claim found a target, or found nothing.
-    fn claimed(&mut self, found: bool) {
-        if !found {
-            self.paused_for = Self::PAUSE;
-        }
-    }
-
-    /// One claim made after the finish.
-    fn sequential(&mut self) {
-        self.paused_for = self.paused_for.saturating_sub(1);
-    }
-}
-
-/// A fetched target, before its finish.
-struct Fetched {
-    attempt: Attempt,
-    /// The clock reading taken when the fetch ended.
-    now: Timestamp,
-    /// How long the fetch took.
-    elapsed: Duration,
 }
 
 /// What one worker serves with: the runner's shared state, and the store and fetch in their
@@ -577,60 +344,6 @@ where
                 }
             }
         }
-    }
-}
-
-/// Fetches one claimed target (step 4's first half): hooks for a rescue, the job's start
-/// for its watchers, the fetch itself.
-async fn fetch_one<T, O, F, S>(
-    worker: &Worker<'_, T, O, F, S>,
-    token: &mut CancellationToken,
-    claim: &Claim,
-) -> Fetched
-where
-    T: DeserializeOwned + Send + Sync + 'static,
-    O: Serialize + Send + 'static,
-    F: Fetch<T, O>,
-    S: Store,
-{
-    let shared = worker.shared;
-    let hooks = &shared.hooks;
-    if claim.rescued {
-        tracing::warn!(
-            job = %claim.job,
-            target = claim.index,
-            "rescued a target whose claim lapsed; it may be fetched twice"
-        );
-        hooks.rescued(&RescueEvent {
-            job: claim.job,
-            index: claim.index,
-        });
-    }
-    if claim.started {
-        shared.watchers.publish_start(claim.job);
-    }
-    shared.in_flight.add(|count| hooks.inflight(count));
-    let started = shared.clock.now();
-    let attempt = attempt(worker, token, claim).await;
-    if token.is_cancelled() {
-        // The fetch cancelled its own token: later fetches get a fresh one.
-        *token = shared.shutdown.child_token();
-    }
-    let now = shared.clock.now();
-    let attempt = match attempt {
-        // Closing most likely made the fetch fail: not the target's fault. It stays pending
-        // for the next runner over this store.
-        Attempt::Result(TargetState::Failed { .. }) | Attempt::Busy { .. }
-            if shared.closed.load(Ordering::Acquire) =>
-        {
-            Attempt::Abandon
-        }
-        attempt => attempt,
-    };
-    Fetched {
-        attempt,
-        now,
-        elapsed: now.saturating_since(started),
     }
 }
 
@@ -749,116 +462,4 @@ where
     shared.wake_idle();
     let asked = take_next && (expects_next || next.is_some());
     asked.then_some(next)
-}
-
-/// Runs the fetch for `claim`, catching panics and renewing a lease while it runs.
-async fn attempt<T, O, F, S>(
-    worker: &Worker<'_, T, O, F, S>,
-    token: &CancellationToken,
-    claim: &Claim,
-) -> Attempt
-where
-    T: DeserializeOwned + Send + Sync + 'static,
-    O: Serialize + Send + 'static,
-    F: Fetch<T, O>,
-    S: Store,
-{
-    let Worker {
-        shared,
-        store,
-        fetch,
-    } = *worker;
-    let target: T = match serde_json::from_str(&claim.target_json) {
-        Ok(target) => target,
-        Err(error) => {
-            return Attempt::Result(TargetState::Failed {
-                error: format!("target does not deserialize: {error}"),
-                hint: None,
-            });
-        }
-    };
-    let lease = store.lease_ttl();
-    // With a lease, a lost lease cancels this one fetch: it gets its own child token.
-    let token = match lease {
-        Some(_) => token.child_token(),
-        None => token.clone(),
-    };
-    let ctx = FetchContext::new(claim.job, claim.index, claim.caller.clone(), token.clone());
-    let fetched = async {
-        match lockgate_panicguard::catch(|| fetch.fetch(ctx, target)) {
-            Ok(future) => future.catch_panic().await,
-            Err(panic) => Err(panic),
-        }
-    };
-    let fetched = match lease {
-        None => fetched.await,
-        Some(ttl) => match with_heartbeat(shared, store, claim, ttl, &token, fetched).await {
-            Some(fetched) => fetched,
-            None => return Attempt::Abandon,
-        },
-    };
-    match fetched {
-        Ok(Ok(output)) => match serde_json::to_string(&output) {
-            Ok(output_json) => Attempt::Result(TargetState::Done { output_json }),
-            Err(error) => Attempt::Result(TargetState::Failed {
-                error: format!("output does not serialize: {error}"),
-                hint: None,
-            }),
-        },
-        Ok(Err(FetchError::RetryLater { reason, after })) => Attempt::Busy { reason, after },
-        Ok(Err(FetchError::Target { msg, hint })) => {
-            Attempt::Result(TargetState::Failed { error: msg, hint })
-        }
-        Ok(Err(error)) => Attempt::Result(TargetState::Failed {
-            error: error.to_string(),
-            hint: None,
-        }),
-        Err(panic) => {
-            tracing::error!(job = %claim.job, target = claim.index, panic = panic.message(), "fetch panicked");
-            Attempt::Result(TargetState::Failed {
-                error: INTERNAL_ERROR.to_owned(),
-                hint: None,
-            })
-        }
-    }
-}
-
-/// How often a claim's lease of `ttl` is renewed: every third of it.
-fn heartbeat_every(ttl: Duration) -> Duration {
-    (ttl / 3).max(Duration::from_millis(1))
-}
-
-/// Awaits `fetched` while renewing the claim every third of `ttl`; `None` (and the fetch
-/// cancelled) if the lease was lost.
-async fn with_heartbeat<T, O, S: Store, R>(
-    shared: &Shared<T, O>,
-    store: &S,
-    claim: &Claim,
-    ttl: Duration,
-    token: &CancellationToken,
-    fetched: impl Future<Output = R>,
-) -> Option<R> {
-    let mut fetched = pin!(fetched);
-    let every = heartbeat_every(ttl);
-    loop {
-        tokio::select! {
-            result = &mut fetched => return Some(result),
-            () = tokio::time::sleep(every) => {
-                let renewed = store.renew(claim, shared.clock.now()).await;
-                match renewed {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::warn!(job = %claim.job, target = claim.index, "lease lost; fetch abandoned");
-                        token.cancel();
-                        return None;
-                    }
-                    Err(error) => tracing::warn!(
-                        error = &error as &dyn Error,
-                        job = %claim.job,
-                        "lease renewal failed"
-                    ),
-                }
-            }
-        }
-    }
 }

@@ -1,0 +1,241 @@
+//! The worker's pipeline: how its rounds overlap ([`Pipeline`]). Without it a worker runs
+//! claim, fetch, store in sequence; with it, a store round trip hides behind the next
+//! fetch, and a store that can claim with its store call claims the next target with it.
+//!
+//! # Rules
+//!
+//! 1. A result's store finishes beside the next claim and the next fetch ([`Overlap`]): once
+//!    fetched, a target's store call, hooks and eviction check (its *finish*) run while the
+//!    worker claims and fetches its next target, and the worker waits for a finish before
+//!    it starts the next one, so at most one store per worker is out. The finish is polled
+//!    first, so a store that answers at once (memory, or SQLite's thread, which runs calls
+//!    in order) has stored before the claim runs, as in sequence (its hooks and eviction
+//!    check come after the claim); a shared store, or any store retrying a failed call,
+//!    runs the round trips side by side. A worker thus holds up to two claims (one being
+//!    stored, one fetched), and the next target's hooks may come before the last one's. A
+//!    claim made beside a finish cannot take the stored job's next target (that job is
+//!    still in flight until the store commits), so when it finds nothing the worker waits
+//!    for the finish and claims as in step 2, and claims after the finish for a while (a
+//!    single serial job would otherwise cost an empty claim per target). A fetched target
+//!    whose worker still waits for the last finish keeps its lease renewed (it is abandoned
+//!    if the lease is lost). After waiting for a finish the worker checks for close before
+//!    it claims. The worker never sleeps, and never returns (close), with a finish out.
+//! 2. A worker whose last fetch took at most [`AHEAD_FOR_FETCHES_UNDER`] asks the store to
+//!    take the target after next with each result it stores ([`WorkerStore::finish`](crate::store::WorkerStore::finish) with
+//!    `take_next`). Whether to is the store's choice; once a store has handed a claim back
+//!    (the PostgreSQL store, where a claim is a round trip and a commit of its own), the
+//!    worker fetches that claim once the fetch it runs now ends (the finish ends beside that
+//!    fetch). To get two claims into the pipeline, the first claim ahead is a plain claim
+//!    beside a fetch, made only when no finish is out, so a worker's claims are never two
+//!    at once and it fetches in the order it claimed (token order, which is the rotation's
+//!    order; a claim the store takes ahead with a finish the worker overlapped before it
+//!    knew the store does is fetched before a later claim made beside it). While the finish that is out claims ahead, the worker waits for it instead of
+//!    claiming beside it. A claim ahead that found nothing pauses claiming ahead as an
+//!    overlapping claim that found nothing pauses step 6. A claim held ahead longer than a
+//!    heartbeat's interval is renewed before its fetch (and dropped if its lease is lost);
+//!    one whose job may have been cancelled since it was asked for (the runner counts the
+//!    cancels it learns of, its own and, through the store's events, other runners') is
+//!    checked against the store and released if the job is no longer live, so no target
+//!    starts after a cancel through this runner returned; at close it is released
+//!    unfetched, its target pending for the next runner. A worker thus holds up to three
+//!
+//! # Invariants
+//!
+//! - At most one finish per worker is out; the worker never sleeps, and never returns, with
+//!   one out.
+//! - A worker holds at most three claims (one being stored, one fetched, one ahead), and
+//!   fetches them in token order.
+//! - A claim held ahead is fetched, released at close, or released because its job ended;
+//!   never dropped (`claim_ahead` tests, `close_races`).
+
+use std::pin::{Pin, pin};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::shared::Shared;
+use crate::store::{Claim, ClaimEnd, Store};
+use crate::time::Timestamp;
+
+use super::fetch::heartbeat_every;
+use super::store_call;
+
+/// Step 7 claims ahead only after a fetch at most this long: the claim waits for the next
+/// fetch to end, which is likely as short, while no other worker can take its target.
+pub(super) const AHEAD_FOR_FETCHES_UNDER: Duration = Duration::from_millis(100);
+
+/// What a worker carries from round to round besides the finish that is out.
+#[derive(Default)]
+pub(super) struct Pipeline {
+    /// A claim the last finish took ahead, to fetch next (step 7).
+    pub(super) ahead: Option<Ahead>,
+    /// The finish that is out claims ahead.
+    pub(super) claiming: bool,
+    /// Step 6's rule, which step 7's claims ahead follow too.
+    pub(super) overlap: Overlap,
+    /// The store has handed a next claim back from a finish: it claims with its store
+    /// call, and step 7 runs (learned, never asked: see `WorkerStore::finish`).
+    pub(super) store_claims_ahead: bool,
+}
+
+impl Pipeline {
+    /// Which claim to fetch now, given `claim`, just made: a claim held ahead with an
+    /// earlier token goes first, and `claim` is then held ahead in its place (read against
+    /// cancels before its fetch, as a claim ahead is).
+    pub(super) fn first_of(&mut self, claim: Claim, now: Timestamp) -> First {
+        match self.ahead.take() {
+            Some(held) if held.claim.token < claim.token => {
+                self.ahead = Some(Ahead {
+                    claim,
+                    at: now,
+                    cancels: u64::MAX, // never equal: its job is read before its fetch
+                });
+                First::Held(held)
+            }
+            held => {
+                self.ahead = held;
+                First::Fresh(claim)
+            }
+        }
+    }
+
+    /// Takes in what a finish that ended brings: `Some` if it tried to claim ahead, with
+    /// the claim if it found one.
+    pub(super) fn finished(&mut self, tried: Option<Option<Ahead>>) {
+        self.claiming = false;
+        let Some(next) = tried else {
+            return;
+        };
+        self.overlap.claimed(next.is_some());
+        debug_assert!(
+            self.ahead.is_none() || next.is_none(),
+            "a claim ahead is fetched before the next finish ends"
+        );
+        if next.is_some() {
+            self.store_claims_ahead = true;
+            self.ahead = next;
+        }
+    }
+}
+
+/// What [`Pipeline::first_of`] chose to fetch now.
+pub(super) enum First {
+    /// The claim just made.
+    Fresh(Claim),
+    /// A claim held ahead, made before it.
+    Held(Ahead),
+}
+
+/// A claim a finish took ahead (step 7), when it arrived, and [`Shared::cancels`] as it was
+/// before the claim was asked for.
+pub(super) struct Ahead {
+    pub(super) claim: Claim,
+    pub(super) at: Timestamp,
+    pub(super) cancels: u64,
+}
+
+impl Ahead {
+    /// The claim to fetch now; `None` if its job was cancelled meanwhile (the claim is then
+    /// released: no target of a cancelled job starts) or its lease was lost. Its job is read
+    /// again only if a cancel came since the claim was asked for, and the claim renewed
+    /// first only if it waited a heartbeat's interval.
+    pub(super) async fn keep<T, O, S: Store>(
+        self,
+        shared: &Shared<T, O>,
+        store: &S,
+    ) -> Option<Claim> {
+        if shared.cancels.load(Ordering::SeqCst) != self.cancels {
+            let claim = &self.claim;
+            let read = store_call(shared, || store.summary(claim.job, &claim.caller)).await;
+            // Not live, gone, or unknown because the runner is closing: not fetched.
+            if !matches!(read, Some(Some(job)) if job.status.is_live()) {
+                let now = shared.clock.now();
+                let end = || store.finish(claim, ClaimEnd::Released, now, false);
+                let _ = store_call(shared, end).await;
+                return None;
+            }
+        }
+        let Some(ttl) = store.lease_ttl() else {
+            return Some(self.claim);
+        };
+        let now = shared.clock.now();
+        if now.saturating_since(self.at) < heartbeat_every(ttl) {
+            return Some(self.claim);
+        }
+        match store.renew(&self.claim, now).await {
+            Ok(false) => {
+                tracing::warn!(
+                    job = %self.claim.job,
+                    target = self.claim.index,
+                    "lease of a claim taken ahead lost before its fetch; dropped"
+                );
+                None
+            }
+            // A failed renewal is retried by the fetch's heartbeat.
+            Ok(true) | Err(_) => Some(self.claim),
+        }
+    }
+}
+
+/// Runs the finish that is out, if one is, to its end, into `pipe`.
+pub(super) async fn finish<Fut: Future<Output = Option<Option<Ahead>>>>(
+    mut finishing: Pin<&mut Option<Fut>>,
+    pipe: &mut Pipeline,
+) {
+    if let Some(out) = finishing.as_mut().as_pin_mut() {
+        let tried = out.await;
+        finishing.set(None);
+        pipe.finished(tried);
+    }
+}
+
+/// Runs `main` to its end while the finish that is out, if one is, makes progress (and is
+/// cleared once it ends, into `pipe`); the finish is polled first.
+pub(super) async fn beside<Fut: Future<Output = Option<Option<Ahead>>>, R>(
+    mut finishing: Pin<&mut Option<Fut>>,
+    pipe: &mut Pipeline,
+    main: impl Future<Output = R>,
+) -> R {
+    let mut main = pin!(main);
+    loop {
+        let Some(out) = finishing.as_mut().as_pin_mut() else {
+            return main.await;
+        };
+        tokio::select! {
+            biased;
+            tried = out => {
+                finishing.set(None);
+                pipe.finished(tried);
+            }
+            value = &mut main => return value,
+        }
+    }
+}
+
+/// Step 6's rule: claim while the last target finishes, unless doing so found nothing
+/// lately (a single serial job, whose next target waits for that very store).
+#[derive(Debug, Default)]
+pub(super) struct Overlap {
+    /// Claims still to make after the finish.
+    pub(super) paused_for: u32,
+}
+
+impl Overlap {
+    /// How many claims wait for the finish after an overlapping claim found nothing.
+    const PAUSE: u32 = 16;
+
+    pub(super) fn active(&self) -> bool {
+        self.paused_for == 0
+    }
+
+    /// An overlapping claim found a target, or found nothing.
+    pub(super) fn claimed(&mut self, found: bool) {
+        if !found {
+            self.paused_for = Self::PAUSE;
+        }
+    }
+
+    /// One claim made after the finish.
+    pub(super) fn sequential(&mut self) {
+        self.paused_for = self.paused_for.saturating_sub(1);
+    }
+}

@@ -1,6 +1,6 @@
 //! What a runner's facade and its workers share: the store's facade door, the config and
 //! hooks, the clock, the wake-up and close signals, and the watched jobs. The runner
-//! (`runner.rs`) builds it and the workers (`worker.rs`) read it; neither imports the other.
+//! (`runner.rs`) builds it and the workers (`worker/`) read it; neither imports the other.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use crate::watch::Watchers;
 /// What the workers and the facade share.
 pub(crate) struct Shared<T, O> {
     /// The facade's door to the store (each call boxes its future; the workers have their
-    /// own, the store in its own type: `worker.rs`).
+    /// own, the store in its own type: `worker/mod.rs`).
     pub(crate) store: Arc<dyn CallerStore>,
     pub(crate) config: Config,
     /// `config.hooks`, each call under panicguard.
@@ -38,7 +38,7 @@ pub(crate) struct Shared<T, O> {
     pub(crate) idle: AtomicUsize,
     /// Moves on every cancel this runner learns of (its own, once stored; another runner's,
     /// from the store's events; or a gap in those events), so that a worker holding a claim
-    /// ahead checks that its job is still live before it fetches (`worker.rs`, step 7).
+    /// ahead checks that its job is still live before it fetches (`worker/pipeline.rs`, rule 2).
     pub(crate) cancels: AtomicU64,
     /// Watched jobs, fed by the workers, cancels and the store's events (`watch.rs`).
     pub(crate) watchers: Arc<Watchers>,

@@ -24,7 +24,7 @@
 //! read came before the watcher's registration in the SeqCst order, so the watcher's summary
 //! read comes after the store change and shows it; otherwise the worker publishes into the
 //! registered channel. Either way the watcher sees the change. (The same argument as the
-//! workers' idle count in `worker.rs`; `src/tests/loom_watch.rs` checks it under every
+//! workers' idle count in `worker/mod.rs`; `src/tests/loom_watch.rs` checks it under every
 //! interleaving, and fails if the watcher reads before it registers.)
 //!
 //! # Ends

@@ -1,4 +1,4 @@
-//! loom: the workers' sleep protocol loses no wake-up (`worker.rs`, `Idle`).
+//! loom: the workers' sleep protocol loses no wake-up (`worker/mod.rs`, `Idle`).
 //!
 //! The model replays the protocol with loom primitives: the store is a mutex-guarded work
 //! count, `Notify` is a mutex-guarded "registered / notified" pair with a condvar (tokio's

@@ -22,6 +22,7 @@
 //!    released and the target stays pending for the next runner over the store.
 //! 5. Every round spends one unit of tokio's cooperative budget: with an in-memory store and
 //!    instant fetches nothing else would ever make the worker yield, and a current-thread
+//!    runtime's other tasks (and its timers) would starve until the queue ran dry.
 //! 6. A result's store finishes beside the next claim and the next fetch, and a store that
 //!    takes claims with its stores keeps one claim ahead: the [`pipeline`] and its rules.
 
@@ -72,10 +73,10 @@ where
     // Serving a target ends with a clock reading; the next claim reuses it (one clock read
     // less per target: measurable on the hot path).
     let mut now = shared.clock.now();
-    // The last fetch was short (step 7).
+    // The last fetch was short (pipeline rule 2).
     let mut short = false;
     let mut pipe = Pipeline::default();
-    // Step 6: the last target's finish (or step 7's first claim ahead), while it is out.
+    // Pipeline rule 1: the last target's finish (or rule 2's first claim ahead), while it is out.
     let mut finishing = pin!(None);
     while !shared.closed.load(Ordering::Acquire) {
         // Step 5: one unit of the task's coop budget per round, so a worker whose store and
@@ -134,7 +135,7 @@ where
         if let Some(claim) = claim {
             let ahead_now = pipe.store_claims_ahead && short && pipe.overlap.active();
             if ahead_now && finishing.is_none() && pipe.ahead.is_none() {
-                // Step 7's first claim ahead, beside this fetch (so after `claim` in token
+                // Rule 2's first claim ahead, beside this fetch (so after `claim` in token
                 // order): from now on each store brings the claim after next.
                 pipe.claiming = true;
                 finishing.set(Some(finish_round(&worker, Round::ClaimAhead)));
@@ -166,7 +167,7 @@ where
             now = fetched.now;
             short = fetched.elapsed <= AHEAD_FOR_FETCHES_UNDER;
             debug_assert!(finishing.is_none(), "at most one finish out per worker");
-            // Step 7: this store may claim the target after next (a claim held now is fetched
+            // Pipeline rule 2: this store may claim the target after next (a claim held now is fetched
             // next, before this finish can end).
             let take_next = short && pipe.overlap.active();
             pipe.claiming = take_next && pipe.store_claims_ahead;
@@ -236,8 +237,8 @@ where
 
 /// What a worker's finish does.
 enum Round {
-    /// Stores a fetched target (step 6), letting the store claim the target after next with
-    /// it when `take_next` (step 7).
+    /// Stores a fetched target (pipeline rule 1), letting the store claim the target after next with
+    /// it when `take_next` (pipeline rule 2).
     Store {
         claim: Claim,
         fetched: Fetched,
@@ -245,7 +246,7 @@ enum Round {
         /// The store is known to take one when asked (`Pipeline::store_claims_ahead`).
         expects_next: bool,
     },
-    /// Step 7's first claim ahead, with nothing to store.
+    /// Rule 2's first claim ahead, with nothing to store.
     ClaimAhead,
 }
 
@@ -347,9 +348,9 @@ where
     }
 }
 
-/// A fetched target's finish (step 4's second half, which step 6 runs beside the worker's
+/// A fetched target's finish (step 4's second half, which pipeline rule 1 runs beside the worker's
 /// next claim and fetch): stores the result (or the busy retry, or releases the claim),
-/// reports hooks, evicts, and wakes the others. With `take_next` (step 7) the store may
+/// reports hooks, evicts, and wakes the others. With `take_next` (pipeline rule 2) the store may
 /// also claim: `Some` when it was asked and is known to (or just did), with the claim if it
 /// took one.
 async fn store_result<T, O, F, S>(

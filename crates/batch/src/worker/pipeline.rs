@@ -31,13 +31,14 @@
 //!    order; a claim the store takes ahead with a finish the worker overlapped before it
 //!    knew the store does is fetched before a later claim made beside it). While the finish that is out claims ahead, the worker waits for it instead of
 //!    claiming beside it. A claim ahead that found nothing pauses claiming ahead as an
-//!    overlapping claim that found nothing pauses step 6. A claim held ahead longer than a
+//!    overlapping claim that found nothing pauses rule 1. A claim held ahead longer than a
 //!    heartbeat's interval is renewed before its fetch (and dropped if its lease is lost);
 //!    one whose job may have been cancelled since it was asked for (the runner counts the
 //!    cancels it learns of, its own and, through the store's events, other runners') is
 //!    checked against the store and released if the job is no longer live, so no target
 //!    starts after a cancel through this runner returned; at close it is released
 //!    unfetched, its target pending for the next runner. A worker thus holds up to three
+//!    claims: one being stored, one fetched, one ahead.
 //!
 //! # Invariants
 //!
@@ -45,8 +46,9 @@
 //!   one out.
 //! - A worker holds at most three claims (one being stored, one fetched, one ahead), and
 //!   fetches them in token order.
-//! - A claim held ahead is fetched, released at close, or released because its job ended;
-//!   never dropped (`claim_ahead` tests, `close_races`).
+//! - A claim held ahead is fetched, released at close, released because its job ended, or
+//!   dropped because its lease was lost (it is someone else's then); never left behind
+//!   (`claim_ahead` tests, `close_races`).
 
 use std::pin::{Pin, pin};
 use std::sync::atomic::Ordering;
@@ -59,21 +61,21 @@ use crate::time::Timestamp;
 use super::fetch::heartbeat_every;
 use super::store_call;
 
-/// Step 7 claims ahead only after a fetch at most this long: the claim waits for the next
+/// Rule 2 claims ahead only after a fetch at most this long: the claim waits for the next
 /// fetch to end, which is likely as short, while no other worker can take its target.
 pub(super) const AHEAD_FOR_FETCHES_UNDER: Duration = Duration::from_millis(100);
 
 /// What a worker carries from round to round besides the finish that is out.
 #[derive(Default)]
 pub(super) struct Pipeline {
-    /// A claim the last finish took ahead, to fetch next (step 7).
+    /// A claim the last finish took ahead, to fetch next (pipeline rule 2).
     pub(super) ahead: Option<Ahead>,
     /// The finish that is out claims ahead.
     pub(super) claiming: bool,
-    /// Step 6's rule, which step 7's claims ahead follow too.
+    /// Rule 1, which rule 2's claims ahead follow too.
     pub(super) overlap: Overlap,
     /// The store has handed a next claim back from a finish: it claims with its store
-    /// call, and step 7 runs (learned, never asked: see `WorkerStore::finish`).
+    /// call, and rule 2 runs (learned, never asked: see `WorkerStore::finish`).
     pub(super) store_claims_ahead: bool,
 }
 
@@ -125,7 +127,7 @@ pub(super) enum First {
     Held(Ahead),
 }
 
-/// A claim a finish took ahead (step 7), when it arrived, and [`Shared::cancels`] as it was
+/// A claim a finish took ahead (pipeline rule 2), when it arrived, and [`Shared::cancels`] as it was
 /// before the claim was asked for.
 pub(super) struct Ahead {
     pub(super) claim: Claim,
@@ -211,7 +213,7 @@ pub(super) async fn beside<Fut: Future<Output = Option<Option<Ahead>>>, R>(
     }
 }
 
-/// Step 6's rule: claim while the last target finishes, unless doing so found nothing
+/// Rule 1: claim while the last target finishes, unless doing so found nothing
 /// lately (a single serial job, whose next target waits for that very store).
 #[derive(Debug, Default)]
 pub(super) struct Overlap {

@@ -1,4 +1,4 @@
-//! Step 7 of the worker loop (`worker.rs`): over a store whose `finish` takes the next claim
+//! Rule 2 of the worker pipeline (`worker/pipeline.rs`): over a store whose `finish` takes the next claim
 //! when asked, a worker with short fetches claims its next target with the store of its
 //! last one and fetches it after the fetch it runs. The store here is the memory store with
 //! such a `finish`: it claims among the other jobs, then stores, as one step

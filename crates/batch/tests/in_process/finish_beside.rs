@@ -1,5 +1,5 @@
 //! A target's finish (its store call, hooks and eviction check) runs beside the worker's next
-//! claim and fetch (`worker.rs`, step 6), over a store whose stores take time, as a shared
+//! claim and fetch (`worker/pipeline.rs`, rule 1), over a store whose stores take time, as a shared
 //! store's does: the worker claims and fetches another job's target meanwhile, a single serial
 //! job does not cost an empty claim per target, and close waits for the store that is out.
 

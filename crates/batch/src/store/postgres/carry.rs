@@ -5,7 +5,7 @@
 //!   progress of a job that goes on at most every [`PostgresOptions::progress_interval`]
 //!   after the last send (every `NOTIFY` wakes the listening connection of every replica, so
 //!   sending one per stored target cost each replica work per target of all the others: the
-//!   flat scaling measured in `docs/batch.md`; a job's progress only ever needs its newest
+//!   flat scaling measured in the commit that brought this carry in; a job's progress only ever needs its newest
 //!   note). A send that fails on a lost connection, or is dropped halfway, puts its notes
 //!   back unless a newer note of the job came meanwhile; any other failure drops them, so
 //!   that a note the server refuses cannot fail every later send; and at most 4,096 jobs'
@@ -22,7 +22,7 @@
 //!   submitted within the last [`TOTAL_READ_EVERY`] can be missing from a check: the store can
 //!   stay over its budget by those bytes until a check reads the table again (the type's
 //!   docs say so). Summing the table inside every store statement instead cost that
-//!   statement a scan of the whole `jobs` heap (`docs/batch.md`).
+//!   statement a scan of the whole `jobs` heap (measured in the commit that brought this carry in).
 //!
 //! Both are plain locks held for a push or a swap, never across an `.await`.
 //!

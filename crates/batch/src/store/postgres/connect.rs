@@ -138,7 +138,7 @@ pub(super) const VERIFY_AFTER_IDLE: Duration = Duration::from_secs(1);
 /// the next (or opens one). So one the server closed while it sat idle
 /// (`pg_terminate_backend`, a restart) is replaced instead of failing the call. A connection
 /// in steady use is not checked: the check cost a round trip per store call, 8 to 10% of
-/// zero-work throughput (`docs/batch.md`), and the driver task sees most closes at once (the
+/// zero-work throughput (measured in the commit that dropped it), and the driver task sees most closes at once (the
 /// server says so on the socket); a close it has not seen yet fails the call as
 /// [`StoreError::Unavailable`](crate::StoreError::Unavailable), which the runner retries.
 pub(super) fn verify_idle(timeout: Duration) -> Hook {

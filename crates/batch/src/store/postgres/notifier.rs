@@ -5,7 +5,7 @@
 //! holds it until the commit is done, the flush to disk included. A note sent inside a
 //! durable store statement therefore made every other announcing store wait for its flush:
 //! the end notes of jobs that end together, and the progress notes, went one flush at a time
-//! (`docs/batch.md`, issue 14). Here each send is one statement that commits without waiting
+//! (issue 14; measured in the commit that moved the sends here). Here each send is one statement that commits without waiting
 //! for the disk, so the lock is held for no flush, and the stores send no `NOTIFY` at all.
 //!
 //! Rules (the notes wait in [`PendingNotes`], `carry.rs`):

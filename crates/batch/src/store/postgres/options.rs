@@ -42,7 +42,7 @@ const SCHEMA_MAX_LEN: usize = 40;
 ///   PostgreSQL's default a connection plans each statement afresh for its first five
 ///   executions; for the claim's statement that took about a millisecond a time on a busy
 ///   server, and a replica that had just opened its connections claimed at a third of its
-///   rate for its first 150 ms (docs/batch.md).
+///   rate for its first 150 ms (measured in the commit that set them).
 pub(super) const PLANNER_SETTINGS: [(&str, &str); 2] = [
     ("enable_bitmapscan", "off"),
     ("plan_cache_mode", "force_generic_plan"),

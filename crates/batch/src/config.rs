@@ -18,8 +18,11 @@ use crate::hooks::{Hooks, NoHooks};
 /// let config = lockgate_batch::Config::default()
 ///     .workers(8)
 ///     .retry(Duration::from_millis(500), Duration::from_secs(60));
-/// assert!(config.validate().is_ok());
+/// # let _ = config;
 /// ```
+///
+/// [`Runner::new`](crate::Runner::new) checks every setting and refuses a bad one with
+/// [`NewError::Config`](crate::NewError::Config).
 #[derive(Clone)]
 pub struct Config {
     pub(crate) workers: usize,
@@ -62,9 +65,9 @@ impl fmt::Debug for Config {
 
 impl Config {
     /// The most workers a runner accepts.
-    pub const MAX_WORKERS: usize = 1024;
+    const MAX_WORKERS: usize = 1024;
 
-    /// Worker tasks: how many targets may be fetched at once (1..=[`Config::MAX_WORKERS`]).
+    /// Worker tasks: how many targets may be fetched at once (1..=1024).
     /// Each worker also stores its last result while it claims and fetches the next, so up
     /// to twice this many targets may be in flight (claimed, not yet stored). Default 4.
     pub fn workers(mut self, workers: usize) -> Self {
@@ -114,7 +117,7 @@ impl Config {
     /// # Errors
     ///
     /// The first invalid field, as a [`ConfigError`].
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         if self.workers == 0 || self.workers > Self::MAX_WORKERS {
             return Err(ConfigError::Workers {
                 workers: self.workers,

@@ -9,7 +9,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    /// `workers` is zero (nothing would ever run) or above [`Config::MAX_WORKERS`](crate::Config::MAX_WORKERS).
+    /// `workers` is zero (nothing would ever run) or above 1024.
     #[error("workers must be between 1 and {max}, not {workers}")]
     Workers {
         /// The value given.
@@ -62,8 +62,7 @@ pub enum InvalidJob {
         /// `Config::max_targets`.
         max: usize,
     },
-    /// An idempotency key that is empty or longer than
-    /// [`Runner::MAX_KEY_BYTES`](crate::Runner::MAX_KEY_BYTES).
+    /// An idempotency key that is empty or longer than 255 bytes.
     #[error("an idempotency key must be 1 to 255 bytes, not {len}")]
     Key {
         /// The key's length in bytes.

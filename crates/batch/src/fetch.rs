@@ -62,13 +62,6 @@ impl FetchContext {
     pub fn is_cancelled(&self) -> bool {
         self.cancel.is_cancelled()
     }
-
-    /// The cancellation token behind [`cancelled`](Self::cancelled), for APIs that take one
-    /// (`tokio_util::sync::CancellationToken`). It is a child of the runner's own token:
-    /// cancelling it from inside a fetch stops neither the runner nor other fetches.
-    pub fn token(&self) -> &CancellationToken {
-        &self.cancel
-    }
 }
 
 /// How one fetch failed.

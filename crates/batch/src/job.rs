@@ -63,7 +63,7 @@ impl fmt::Display for Caller {
 /// Where a job is in its life.
 ///
 /// `Queued` and `Running` are *live*; the other four are *terminal* and never change again.
-/// Serialized as [`as_str`](Self::as_str)'s word.
+/// Serialized as the lower-case word [`Display`](fmt::Display) prints (`"queued"`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
@@ -88,8 +88,9 @@ impl JobStatus {
         matches!(self, Self::Queued | Self::Running)
     }
 
-    /// The status as one lower-case word (`"queued"`, …), as stores keep it.
-    pub const fn as_str(self) -> &'static str {
+    /// The status as one lower-case word (`"queued"`, …), as stores keep it and
+    /// [`Display`](fmt::Display) prints it.
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::Queued => "queued",
             Self::Running => "running",
@@ -100,7 +101,7 @@ impl JobStatus {
         }
     }
 
-    /// Parses [`as_str`](Self::as_str)'s words back.
+    /// Parses the words [`Display`](fmt::Display) prints (`"queued"`, …) back.
     pub fn parse(word: &str) -> Option<Self> {
         Some(match word {
             "queued" => Self::Queued,
@@ -167,7 +168,8 @@ impl TargetState {
     }
 
     /// `"pending"`, `"done"` or `"failed"`.
-    pub const fn word(&self) -> &'static str {
+    #[cfg(feature = "store-spec")]
+    pub(crate) const fn word(&self) -> &'static str {
         match self {
             Self::Pending => "pending",
             Self::Done { .. } => "done",

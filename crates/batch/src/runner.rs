@@ -16,7 +16,7 @@ use crate::error::{InvalidJob, NewError, StatusError, StoreError, SubmitError};
 use crate::fetch::Fetch;
 use crate::hooks::GuardedHooks;
 use crate::inflight::InFlight;
-use crate::job::{Caller, Counts, Job, JobId, JobStatus};
+use crate::job::{Caller, Job, JobId, JobStatus};
 use crate::shared::{Shared, forward_events};
 use crate::store::{CallerStore, CancelOutcome, NewJob, Store};
 use crate::summary::{JobSummary, Progress};
@@ -141,7 +141,7 @@ where
     /// # Errors
     ///
     /// As [`submit`](Self::submit); a key that is empty or longer than
-    /// [`MAX_KEY_BYTES`](Self::MAX_KEY_BYTES) is [`InvalidJob::Key`].
+    /// 255 bytes is [`InvalidJob::Key`].
     ///
     /// # Cancel safety
     ///
@@ -159,7 +159,7 @@ where
     }
 
     /// The longest idempotency key [`submit_keyed`](Self::submit_keyed) accepts, in bytes.
-    pub const MAX_KEY_BYTES: usize = 255;
+    const MAX_KEY_BYTES: usize = 255;
 
     async fn submit_with(
         &self,
@@ -226,20 +226,6 @@ where
             .status(id, caller)
             .await?
             .ok_or(StatusError::NotFound)
-    }
-
-    /// How many of `caller`'s job `id`'s targets are pending, done and failed; O(1) on every
-    /// store (the counts live beside the job's status), unlike [`status`](Self::status).
-    ///
-    /// # Errors
-    ///
-    /// As [`status`](Self::status).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: it only reads.
-    pub async fn counts(&self, caller: &Caller, id: JobId) -> Result<Counts, StatusError> {
-        Ok(self.summary(caller, id).await?.counts)
     }
 
     /// `caller`'s job `id` without its targets: status, counts, times; O(1).

@@ -98,7 +98,7 @@ impl Progress {
     /// Whether `self` is later in the job's life than `other` (see the module's merge rule):
     /// a watcher keeps the newer of what it has and what arrives, so events that arrive out
     /// of order, or twice, never move it back.
-    pub fn is_newer_than(&self, other: &Progress) -> bool {
+    pub(crate) fn is_newer_than(&self, other: &Progress) -> bool {
         if !other.status.is_live() {
             return false;
         }

@@ -222,11 +222,6 @@ impl std::fmt::Debug for JobWatch {
 }
 
 impl JobWatch {
-    /// The watched job.
-    pub fn job(&self) -> JobId {
-        self.job
-    }
-
     /// The latest progress known.
     pub fn progress(&self) -> Progress {
         self.receiver

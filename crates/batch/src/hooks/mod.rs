@@ -128,7 +128,7 @@ pub trait Hooks: Send + Sync + 'static {
 
 /// Hooks that do nothing: the default.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoHooks;
+pub(crate) struct NoHooks;
 
 impl Hooks for NoHooks {}
 

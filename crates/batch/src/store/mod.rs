@@ -51,7 +51,7 @@ pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresError, PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{MAX_BUSY_TIMEOUT, SqliteError, SqliteOptions, SqliteStore, Synchronous};
+pub use sqlite::{SqliteError, SqliteOptions, SqliteStore, Synchronous};
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetState};
@@ -291,7 +291,8 @@ impl From<Completion> for Finished {
 pub enum StoreEvent {
     /// Job `job` changed (a submit, a start, a stored target, a busy retry, a release or a
     /// cancel); `progress` is the job right after. Events of one job may arrive out of order
-    /// or twice: keep the newer by [`Progress::is_newer_than`].
+    /// or twice; the runner keeps the newest (a terminal status, then more stored targets),
+    /// so a store need not order them.
     Progress {
         /// The job.
         job: JobId,

@@ -1,50 +1,13 @@
-//! Runner behaviour beyond the store suite: fetch tokens, panics while building the fetch
-//! future, and dropping a runner without `close`.
+//! Runner behaviour beyond the store suite: panics while building the fetch future, and
+//! dropping a runner without `close`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use lockgate_batch::store::MemoryStore;
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 use crate::suite;
-
-#[tokio::test(start_paused = true)]
-async fn a_fetch_cancelling_its_token_stops_neither_runner_nor_later_fetches() {
-    let cancelled_on_entry = Arc::new(AtomicU32::new(0));
-    let fetch = {
-        let cancelled_on_entry = Arc::clone(&cancelled_on_entry);
-        move |ctx: FetchContext, target: String| {
-            if ctx.is_cancelled() {
-                cancelled_on_entry.fetch_add(1, Ordering::Relaxed);
-            }
-            ctx.token().cancel();
-            let target = target.clone();
-            async move { Ok::<_, FetchError>(target) }
-        }
-    };
-    let runner = Runner::new(Config::default().workers(1), MemoryStore::new(), fetch)
-        .await
-        .unwrap();
-    let ann = Caller::new("ann");
-    let id = runner
-        .submit(&ann, &["1".to_string(), "2".to_string(), "3".to_string()])
-        .await
-        .unwrap();
-    suite::ended(&runner, id, &ann).await;
-    assert_eq!(
-        runner.status(&ann, id).await.unwrap().status,
-        JobStatus::Done
-    );
-    assert_eq!(
-        cancelled_on_entry.load(Ordering::Relaxed),
-        0,
-        "each fetch got a live token"
-    );
-    runner.submit(&ann, &["4".to_string()]).await.unwrap();
-    runner.close().await;
-}
 
 #[tokio::test(start_paused = true)]
 async fn a_panic_while_building_the_future_is_an_internal_error() {

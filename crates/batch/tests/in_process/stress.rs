@@ -162,12 +162,12 @@ async fn many_jobs_random_cancels_invariants_hold() {
             let stored = snapshot
                 .targets
                 .iter()
-                .filter(|t| t.state.word() != "pending")
+                .filter(|t| !matches!(t.state, lockgate_batch::TargetState::Pending))
                 .count();
             assert!(
                 snapshot.targets[stored..]
                     .iter()
-                    .all(|t| t.state.word() == "pending")
+                    .all(|t| matches!(t.state, lockgate_batch::TargetState::Pending))
             );
             assert!(
                 fetched.iter().all(|&i| i <= stored),

@@ -114,8 +114,7 @@ async fn a_call_on_an_exhausted_application_pool_is_unavailable() {
     let store = PostgresStore::options()
         .schema(pg::fresh_schema())
         .pool_wait_timeout(short)
-        .pool_create_timeout(short)
-        .pool_recycle_timeout(short)
+        .connect_timeout(short)
         .connect_pool(pool.clone(), config)
         .await
         .unwrap();

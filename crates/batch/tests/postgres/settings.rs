@@ -60,22 +60,6 @@ fn bad_options() -> Vec<(&'static str, PostgresOptions)> {
             "pool_wait_timeout MAX",
             o().pool_wait_timeout(Duration::MAX),
         ),
-        (
-            "pool_create_timeout 0",
-            o().pool_create_timeout(Duration::ZERO),
-        ),
-        (
-            "pool_create_timeout MAX",
-            o().pool_create_timeout(Duration::MAX),
-        ),
-        (
-            "pool_recycle_timeout 0",
-            o().pool_recycle_timeout(Duration::ZERO),
-        ),
-        (
-            "pool_recycle_timeout MAX",
-            o().pool_recycle_timeout(Duration::MAX),
-        ),
     ]
 }
 
@@ -173,8 +157,6 @@ fn settings_at_their_bounds_are_accepted() {
         o().tcp_keepalive(s(1)),
         o().tcp_keepalive(s(2 * 3600)),
         o().pool_wait_timeout(ms(1)),
-        o().pool_create_timeout(s(3600)),
-        o().pool_recycle_timeout(ms(1)),
         o().schema("_"),
         o().schema("a234567890123456789012345678901234567890"),
     ];
@@ -257,7 +239,7 @@ async fn open_lazy_then_runner_new_on_a_silent_server_is_unavailable() {
     }
     let (_listener, url) = silent_server();
     let store = PostgresStore::options()
-        .pool_create_timeout(Duration::from_secs(5))
+        .connect_timeout(Duration::from_secs(5))
         .open_lazy(&url)
         .unwrap();
     let started = Runner::new(Config::default().workers(1), store, fetch()).await;
@@ -285,7 +267,7 @@ async fn a_silent_server_is_unavailable_on_a_real_clock() {
         "{refused:?}"
     );
     let store = PostgresStore::options()
-        .pool_create_timeout(Duration::from_millis(200))
+        .connect_timeout(Duration::from_millis(200))
         .open_lazy(&url)
         .unwrap();
     let live = store.live_jobs().await;

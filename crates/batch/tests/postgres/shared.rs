@@ -545,7 +545,6 @@ async fn a_change_through_one_store_is_an_event_on_the_other() {
         seen = next_progress(&mut events).await;
     }
     assert_eq!(seen, (id, cancelled));
-    assert!(cancelled.is_newer_than(&second) && cancelled.is_newer_than(&stored));
 }
 
 /// Two stores over `options`' schema, the second listening; through the first, a job of two
@@ -786,7 +785,10 @@ async fn a_job_run_by_one_replica_is_awaited_and_watched_through_another() {
         .map(|t| t.output().unwrap().unwrap())
         .collect();
     assert_eq!(outputs, [10, 20, 30]);
-    assert_eq!(api.counts(&ann, id).await.unwrap(), Counts::new(0, 3, 0));
+    assert_eq!(
+        api.summary(&ann, id).await.unwrap().counts,
+        Counts::new(0, 3, 0)
+    );
     worker.close().await;
     api.close().await;
 }

@@ -149,8 +149,18 @@ pub async fn started(recorder: &Recorder, name: &str) {
     wait_for(name, async || recorder.log().iter().any(|n| n == name)).await;
 }
 
+/// `"pending"`, `"done"` or `"failed"`.
+pub fn word(state: &TargetState) -> &'static str {
+    match state {
+        TargetState::Pending => "pending",
+        TargetState::Done { .. } => "done",
+        TargetState::Failed { .. } => "failed",
+        _ => "other",
+    }
+}
+
 fn words(job: &Job) -> Vec<&'static str> {
-    job.targets.iter().map(|t| t.state.word()).collect()
+    job.targets.iter().map(|t| word(&t.state)).collect()
 }
 
 fn outputs(job: &Job) -> Vec<String> {
@@ -158,7 +168,7 @@ fn outputs(job: &Job) -> Vec<String> {
         .iter()
         .map(|t| match t.state.output::<String>() {
             Some(output) => output.unwrap(),
-            None => format!("<{}>", t.state.word()),
+            None => format!("<{}>", word(&t.state)),
         })
         .collect()
 }

@@ -318,7 +318,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
     let statuses: Vec<JobStatus> = snapshots.iter().map(|j| j.status).collect();
     let states: Vec<Vec<&'static str>> = snapshots
         .iter()
-        .map(|j| j.targets.iter().map(|t| t.state.word()).collect())
+        .map(|j| j.targets.iter().map(|t| super::word(&t.state)).collect())
         .collect();
     if case.workers == 1 {
         prop_assert_eq!(&log, &predicted.log, "fetch order");
@@ -336,7 +336,7 @@ async fn run<S: Store>(store: S, case: &Case) -> Result<(), TestCaseError> {
     // Hooks: one job event per job with its status, one target event per stored target.
     let mut ended = hooks.jobs();
     let mut expected = predicted.statuses.clone();
-    let key = |s: &JobStatus| s.as_str();
+    let key = |s: &JobStatus| s.to_string();
     ended.sort_by_key(key);
     expected.sort_by_key(key);
     prop_assert_eq!(ended, expected);

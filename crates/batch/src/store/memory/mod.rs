@@ -75,19 +75,9 @@ impl MemoryStore {
         }
     }
 
-    /// Claims taken back because their lease lapsed, since the store was made.
-    pub fn rescued(&self) -> u64 {
-        self.state.lock().rescued()
-    }
-
     /// Live (queued or running) jobs now.
     pub fn live_jobs(&self) -> usize {
         self.state.lock().live_jobs()
-    }
-
-    /// Bytes stored now: every kept job's target JSON and results.
-    pub fn stored_bytes(&self) -> u64 {
-        self.state.lock().stored_bytes()
     }
 
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {

@@ -188,6 +188,7 @@ impl State {
         self.live
     }
 
+    #[cfg(test)]
     pub(crate) fn stored_bytes(&self) -> u64 {
         self.bytes
     }
@@ -259,6 +260,7 @@ impl State {
         })
     }
 
+    #[cfg(test)]
     pub(crate) fn rescued(&self) -> u64 {
         self.rescued
     }

@@ -152,7 +152,7 @@ pub(super) fn verify_idle(timeout: Duration) -> Hook {
                 Ok(Ok(_)) => Ok(()),
                 Ok(Err(err)) => Err(HookError::Backend(err)),
                 Err(_) => Err(HookError::message(
-                    "an idle connection's check did not answer within pool_recycle_timeout",
+                    "an idle connection's check did not answer within connect_timeout",
                 )),
             }
         })

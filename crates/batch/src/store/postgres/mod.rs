@@ -111,8 +111,8 @@ use crate::time::Timestamp;
 ///   jobs submitted through other replicas within that time can leave the store over
 ///   `max_bytes` by their bytes until a check reads the table again.
 /// - **No hang on an unanswering server.** Opening a connection, waiting for a pooled one and
-///   checking one before reuse are each bounded ([`PostgresOptions::connect_timeout`] and the
-///   pool timeouts), and TCP keepalive notices a peer that died under an open connection: each
+///   checking one before reuse are each bounded ([`PostgresOptions::connect_timeout`] and
+///   [`PostgresOptions::pool_wait_timeout`]), and TCP keepalive notices a peer that died under an open connection: each
 ///   ends as [`StoreError::Unavailable`], which the runner retries. Not bounded: a statement
 ///   that a live server keeps waiting (a lock); put `statement_timeout` in the URL's `options`
 ///   for that. On tokio's paused clock these timeouts fire as soon as the runtime waits for the
@@ -263,23 +263,6 @@ impl PostgresStore {
         let live = queries::live_jobs(&tx).await?;
         tx.commit().await?;
         Ok(live)
-    }
-
-    /// Bytes stored now: every kept job's target JSON and results.
-    ///
-    /// # Cancel safety
-    ///
-    /// Reads only: dropping the future changes nothing.
-    ///
-    /// # Errors
-    ///
-    /// The database could not be read.
-    pub async fn stored_bytes(&self) -> Result<u64, PostgresError> {
-        let mut client = self.client().await?;
-        let tx = self.begin(&mut client).await?;
-        let bytes = queries::stored_bytes(&tx).await?;
-        tx.commit().await?;
-        Ok(bytes)
     }
 }
 

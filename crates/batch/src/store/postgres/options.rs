@@ -63,8 +63,6 @@ pub struct PostgresOptions {
     connect_timeout: Duration,
     tcp_keepalive: Duration,
     pool_wait_timeout: Duration,
-    pool_create_timeout: Duration,
-    pool_recycle_timeout: Duration,
     #[cfg(feature = "postgres-tls")]
     tls: Option<super::tls::Tls>,
 }
@@ -80,8 +78,6 @@ impl Default for PostgresOptions {
             connect_timeout: Duration::from_secs(10),
             tcp_keepalive: Duration::from_secs(60),
             pool_wait_timeout: Duration::from_secs(30),
-            pool_create_timeout: Duration::from_secs(10),
-            pool_recycle_timeout: Duration::from_secs(5),
             #[cfg(feature = "postgres-tls")]
             tls: None,
         }
@@ -146,8 +142,10 @@ impl PostgresOptions {
     /// How long opening one connection may take, from the TCP connect through TLS, startup
     /// and authentication (default 10 s, from 1 ms to 1 h). A server that accepts the TCP
     /// connection and never answers is [`PostgresError::Unavailable`] after this long. It
-    /// bounds the store's own connections (migrations, `LISTEN`) and is the TCP connect
-    /// timeout of the pool's; it replaces a `connect_timeout` in the URL.
+    /// bounds every connection the store opens (pooled, migrations, `LISTEN`) and the check
+    /// of an idle pooled connection before its reuse (a trivial query, for a connection unused
+    /// for a second or more; one that fails or misses it is replaced); it replaces a
+    /// `connect_timeout` in the URL.
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
@@ -172,24 +170,6 @@ impl PostgresOptions {
     #[must_use]
     pub fn pool_wait_timeout(mut self, timeout: Duration) -> Self {
         self.pool_wait_timeout = timeout;
-        self
-    }
-
-    /// How long the pool may take to open a new connection (default 10 s, from 1 ms to 1 h),
-    /// TLS and authentication included; then the call is
-    /// [`StoreError::Unavailable`](crate::StoreError::Unavailable).
-    #[must_use]
-    pub fn pool_create_timeout(mut self, timeout: Duration) -> Self {
-        self.pool_create_timeout = timeout;
-        self
-    }
-
-    /// How long checking an idle connection before reuse may take (a trivial query, for a
-    /// connection unused for a second or more; default 5 s, from 1 ms to 1 h); a connection
-    /// that fails or misses it is replaced.
-    #[must_use]
-    pub fn pool_recycle_timeout(mut self, timeout: Duration) -> Self {
-        self.pool_recycle_timeout = timeout;
         self
     }
 
@@ -341,7 +321,7 @@ impl PostgresOptions {
     /// cannot await here (a test's store factory). A server that does not answer shows up at
     /// the first call (as [`Runner::new`](crate::Runner::new)'s recovery): a
     /// [`StoreError::Unavailable`](crate::StoreError::Unavailable) within
-    /// [`pool_create_timeout`](Self::pool_create_timeout).
+    /// [`connect_timeout`](Self::connect_timeout).
     ///
     /// # Errors
     ///
@@ -358,13 +338,13 @@ impl PostgresOptions {
         connector: Connector,
     ) -> Result<PostgresStore, PostgresError> {
         let pool = Pool::builder(connector.manager(config.clone()))
-            .pre_recycle(connect::verify_idle(self.pool_recycle_timeout))
+            .pre_recycle(connect::verify_idle(self.connect_timeout))
             .max_size(self.pool_size)
             .runtime(Runtime::Tokio1)
             .timeouts(Timeouts {
                 wait: Some(self.pool_wait_timeout),
-                create: Some(self.pool_create_timeout),
-                recycle: Some(self.pool_recycle_timeout),
+                create: Some(self.connect_timeout),
+                recycle: Some(self.connect_timeout),
             })
             .build()
             .map_err(|err| PostgresError::Config(err.to_string()))?;
@@ -403,8 +383,7 @@ impl PostgresOptions {
     /// The longest a call may wait for a connection of a pool it did not build.
     pub(super) fn get_timeout(&self) -> Duration {
         self.pool_wait_timeout
-            .saturating_add(self.pool_create_timeout)
-            .saturating_add(self.pool_recycle_timeout)
+            .saturating_add(self.connect_timeout.saturating_mul(2))
     }
 
     /// Checks every option, then `config` against them, and adds the store's settings.
@@ -478,8 +457,6 @@ impl PostgresOptions {
             ("connect_timeout", self.connect_timeout, &TIMEOUT),
             ("tcp_keepalive", self.tcp_keepalive, &KEEPALIVE),
             ("pool_wait_timeout", self.pool_wait_timeout, &TIMEOUT),
-            ("pool_create_timeout", self.pool_create_timeout, &TIMEOUT),
-            ("pool_recycle_timeout", self.pool_recycle_timeout, &TIMEOUT),
         ];
         for (name, value, bounds) in durations {
             if !bounds.contains(&value) {

@@ -8,14 +8,14 @@ mod schema;
 mod thread;
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rusqlite::Connection;
 
 pub use error::SqliteError;
-pub use options::{MAX_BUSY_TIMEOUT, SqliteOptions, Synchronous};
+pub use options::{SqliteOptions, Synchronous};
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId};
@@ -98,7 +98,6 @@ pub struct SqliteStore {
     owner_key: Option<owner::FileId>,
     /// The bytes stored, as of the last commit: read without a trip to the thread.
     stored_bytes: Arc<AtomicU64>,
-    path: Option<PathBuf>,
 }
 
 /// What the connection's thread owns. Fields drop in order: the connection closes before the
@@ -241,7 +240,8 @@ impl SqliteStore {
         SqliteOptions::default().open(path)
     }
 
-    /// A private in-memory SQLite database with default options, for tests.
+    /// A private in-memory SQLite database (SQLite's `:memory:`): the SQLite code path without
+    /// a file, for tests. It is gone when the store is dropped.
     ///
     /// # Errors
     ///
@@ -255,7 +255,6 @@ impl SqliteStore {
         conn: Connection,
         counters: queries::Counters,
         owner: Option<OwnerLock>,
-        path: Option<PathBuf>,
     ) -> Result<Self, SqliteError> {
         let stored_bytes = Arc::new(AtomicU64::new(counters.bytes()));
         let owner_key = owner.as_ref().map(|owner| owner.id().clone());
@@ -273,7 +272,6 @@ impl SqliteStore {
             thread,
             owner_key,
             stored_bytes,
-            path,
         })
     }
 
@@ -285,11 +283,6 @@ impl SqliteStore {
     /// Cancel safe: the close starts at the first poll and finishes without the future.
     pub async fn close(mut self) {
         self.thread.close().await;
-    }
-
-    /// The file, or `None` for an in-memory database.
-    pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
     }
 
     /// Live (queued or running) jobs now.
@@ -307,7 +300,7 @@ impl SqliteStore {
 
     /// Bytes stored now: every kept job's target JSON and results (as of the last call that
     /// finished).
-    pub fn stored_bytes(&self) -> u64 {
+    pub(crate) fn stored_bytes(&self) -> u64 {
         self.stored_bytes.load(Ordering::Acquire)
     }
 

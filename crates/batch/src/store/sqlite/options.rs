@@ -1,7 +1,7 @@
 //! [`SqliteOptions`]: how a [`SqliteStore`] is opened, each setting checked before the file
 //! is touched.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
@@ -11,7 +11,7 @@ use super::{SqliteError, SqliteStore, queries, schema};
 
 /// The longest [`SqliteOptions::busy_timeout`]: SQLite counts it in `int` milliseconds
 /// (about 24.8 days).
-pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+pub(crate) const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 
 /// How a [`SqliteStore`] syncs to disk: SQLite's `PRAGMA synchronous` in WAL mode.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,7 +46,8 @@ impl Default for SqliteOptions {
 
 impl SqliteOptions {
     /// How long a call waits for another connection's lock before it fails with
-    /// [`SqliteError::Locked`] (default 5 s; at most [`MAX_BUSY_TIMEOUT`], checked at open).
+    /// [`SqliteError::Locked`] (default 5 s; at most about 24.8 days, SQLite's `int` of milliseconds, checked at
+    /// open).
     /// The wait happens on the store's own thread, never on a tokio thread.
     #[must_use]
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
@@ -80,7 +81,7 @@ impl SqliteOptions {
     ///
     /// Checked before the file is touched: [`SqliteError::InvalidSetting`] for an option out
     /// of range, [`SqliteError::InvalidPath`] for `""` or `":memory:"` (use
-    /// [`open_in_memory`](Self::open_in_memory)), [`SqliteError::InUse`] when another store
+    /// [`SqliteStore::open_in_memory`]), [`SqliteError::InUse`] when another store
     /// owns the file. Then [`SqliteError::Corrupt`] for a file that is not a sound SQLite
     /// database, [`SqliteError::Unreadable`] when it cannot be opened,
     /// [`SqliteError::ReadOnly`], [`SqliteError::Locked`] when another connection holds it
@@ -104,19 +105,13 @@ impl SqliteOptions {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         // The canonical path: SQLite names its WAL after it, whatever name was given.
         let conn = Connection::open_with_flags(owner.path(), flags)?;
-        self.prepare(conn, Some(owner), Some(path.to_path_buf()))
+        self.prepare(conn, Some(owner))
     }
 
-    /// Opens a private in-memory database (SQLite's `:memory:`): the SQLite code path without a
-    /// file, for tests. It is gone when the store is dropped.
-    ///
-    /// # Errors
-    ///
-    /// [`SqliteError::InvalidSetting`] for an option out of range; otherwise only if SQLite
-    /// cannot allocate the database.
-    pub fn open_in_memory(&self) -> Result<SqliteStore, SqliteError> {
+    /// Opens a private in-memory database, as [`SqliteStore::open_in_memory`].
+    pub(crate) fn open_in_memory(&self) -> Result<SqliteStore, SqliteError> {
         self.validate()?;
-        self.prepare(Connection::open_in_memory()?, None, None)
+        self.prepare(Connection::open_in_memory()?, None)
     }
 
     /// Checks every setting.
@@ -137,7 +132,6 @@ impl SqliteOptions {
         &self,
         mut conn: Connection,
         owner: Option<OwnerLock>,
-        path: Option<PathBuf>,
     ) -> Result<SqliteStore, SqliteError> {
         conn.busy_timeout(self.busy_timeout)?;
         // Every query of `queries.rs` stays prepared; the default cache of 16 would thrash.
@@ -167,7 +161,8 @@ impl SqliteOptions {
                 "the file cannot be opened for writing".into(),
             ));
         }
-        if path.is_some() {
+        if owner.is_some() {
+            // A file (an in-memory database has no owner lock and no WAL).
             let mode: String =
                 conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
             if !mode.eq_ignore_ascii_case("wal") {
@@ -185,7 +180,7 @@ impl SqliteOptions {
             let tx = conn.transaction()?;
             queries::Counters::load(&tx)?
         };
-        tracing::debug!(path = ?path, "batch sqlite store open");
-        SqliteStore::start(conn, counters, owner, path)
+        tracing::debug!(path = ?owner.as_ref().map(OwnerLock::path), "batch sqlite store open");
+        SqliteStore::start(conn, counters, owner)
     }
 }

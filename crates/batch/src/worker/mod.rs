@@ -46,10 +46,11 @@ use crate::store::{Claim, ClaimEnd, Completion, Finished, Store};
 mod fetch;
 mod pipeline;
 
-use fetch::{Attempt, Fetched, fetch_one, with_heartbeat};
-use pipeline::{AHEAD_FOR_FETCHES_UNDER, Ahead, First, Pipeline, beside, finish};
+use fetch::{Attempt, Fetched, fetch_one};
+use pipeline::{Ahead, Lane, Next, Round};
 
-/// Runs one worker until close.
+/// Runs one worker until close: claim, fetch, store, repeat (the [`Lane`] overlaps them);
+/// sleep when nothing is ready.
 ///
 /// The worker is generic over the store and the fetch (the runner's facade is not): the hot
 /// path calls them directly, with no boxed future per call.
@@ -69,117 +70,29 @@ where
     // cancels its own token stops no other worker and never the runner. Replaced if a fetch
     // cancelled it; one per worker, not per fetch, to keep the close token's lock cold.
     let mut token = shared.shutdown.child_token();
-    // `closed` is a plain flag: a token's `is_cancelled` takes its tree's lock.
     // Serving a target ends with a clock reading; the next claim reuses it (one clock read
     // less per target: measurable on the hot path).
     let mut now = shared.clock.now();
-    // The last fetch was short (pipeline rule 2).
-    let mut short = false;
-    let mut pipe = Pipeline::default();
-    // Pipeline rule 1: the last target's finish (or rule 2's first claim ahead), while it is out.
-    let mut finishing = pin!(None);
+    let finishing = pin!(None);
+    let mut lane = Lane::new(finishing, |round| finish_round(&worker, round));
+    // `closed` is a plain flag: a token's `is_cancelled` takes its tree's lock.
     while !shared.closed.load(Ordering::Acquire) {
         // Step 5: one unit of the task's coop budget per round, so a worker whose store and
         // fetch are always ready still yields to its neighbours on the same thread.
         tokio::task::coop::consume_budget().await;
-        if (!pipe.overlap.active() || pipe.claiming) && pipe.ahead.is_none() {
-            // The finish may free the job this worker can take next, or bring its claim.
-            finish(finishing.as_mut(), &mut pipe).await;
-            if shared.closed.load(Ordering::Acquire) {
-                break; // closed while it waited: claim nothing more
+        match lane.next_claim(&shared, &*store, now).await {
+            Next::Fetch(claim) => {
+                let fetched = lane.fetch(fetch_one(&worker, &mut token, &claim)).await;
+                let fetched = lane.settle(&shared, &*store, &claim, &token, fetched).await;
+                now = fetched.now;
+                lane.store(claim, fetched);
+                continue;
             }
+            Next::Again => continue,
+            Next::Closed => break,
+            Next::Idle => {}
         }
-        let claim = match pipe.ahead.take() {
-            Some(next) => match next.keep(&shared, &*store).await {
-                Some(claim) => Some(claim),
-                None => continue, // its job was cancelled or its lease lost: claim afresh
-            },
-            None => {
-                let overlapping = finishing.is_some();
-                let call = store_call(&shared, || store.claim(now));
-                let Some(claim) = beside(finishing.as_mut(), &mut pipe, call).await else {
-                    break;
-                };
-                if overlapping {
-                    pipe.overlap.claimed(claim.is_some());
-                } else {
-                    pipe.overlap.sequential();
-                }
-                match claim {
-                    // The finish beside this claim may have taken one ahead, made first (the
-                    // store's first, before the worker knew it takes them): token order.
-                    Some(claim) => match pipe.first_of(claim, shared.clock.now()) {
-                        First::Fresh(claim) => Some(claim),
-                        First::Held(earlier) => match earlier.keep(&shared, &*store).await {
-                            Some(claim) => Some(claim),
-                            None => continue,
-                        },
-                    },
-                    None if overlapping => {
-                        // The store beside it may free the very job this worker can take
-                        // next, or have taken a claim ahead (the store's first, before the
-                        // worker knew it takes them): that claim is fetched next.
-                        finish(finishing.as_mut(), &mut pipe).await;
-                        if shared.closed.load(Ordering::Acquire) {
-                            break;
-                        }
-                        if pipe.ahead.is_some() {
-                            continue;
-                        }
-                        None
-                    }
-                    None => None,
-                }
-            }
-        };
-        if let Some(claim) = claim {
-            let ahead_now = pipe.store_claims_ahead && short && pipe.overlap.active();
-            if ahead_now && finishing.is_none() && pipe.ahead.is_none() {
-                // Rule 2's first claim ahead, beside this fetch (so after `claim` in token
-                // order): from now on each store brings the claim after next.
-                pipe.claiming = true;
-                finishing.set(Some(finish_round(&worker, Round::ClaimAhead)));
-            }
-            let mut fetched = beside(
-                finishing.as_mut(),
-                &mut pipe,
-                fetch_one(&worker, &mut token, &claim),
-            )
-            .await;
-            // The last store may still be out (retrying a failing store, say): this claim's
-            // lease is renewed while the worker waits for it, as during its fetch.
-            let waited = match store.lease_ttl() {
-                Some(ttl) if finishing.is_some() => {
-                    let wait = finish(finishing.as_mut(), &mut pipe);
-                    let lost = token.child_token(); // cancelled if the lease is lost
-                    with_heartbeat(&shared, &*store, &claim, ttl, &lost, wait).await
-                }
-                _ => {
-                    finish(finishing.as_mut(), &mut pipe).await;
-                    Some(())
-                }
-            };
-            if waited.is_none() {
-                // The lease was lost meanwhile: another worker may hold the target now.
-                finish(finishing.as_mut(), &mut pipe).await;
-                fetched.attempt = Attempt::Abandon;
-            }
-            now = fetched.now;
-            short = fetched.elapsed <= AHEAD_FOR_FETCHES_UNDER;
-            debug_assert!(finishing.is_none(), "at most one finish out per worker");
-            // Pipeline rule 2: this store may claim the target after next (a claim held now is fetched
-            // next, before this finish can end).
-            let take_next = short && pipe.overlap.active();
-            pipe.claiming = take_next && pipe.store_claims_ahead;
-            let round = Round::Store {
-                claim,
-                fetched,
-                take_next,
-                expects_next: pipe.claiming,
-            };
-            finishing.set(Some(finish_round(&worker, round)));
-            continue;
-        }
+        debug_assert!(lane.is_empty(), "the worker sleeps with nothing out");
         // Step 2: count in as idle and register for the wake-up before claiming again.
         let idle = Idle::enter(&shared.idle);
         let mut woken = pin!(shared.wake.notified());
@@ -192,18 +105,7 @@ where
             drop(idle);
             let fetched = fetch_one(&worker, &mut token, &claim).await;
             now = fetched.now;
-            short = fetched.elapsed <= AHEAD_FOR_FETCHES_UNDER;
-            debug_assert!(
-                finishing.is_none() && pipe.ahead.is_none(),
-                "the worker claimed again only after its finish"
-            );
-            let round = Round::Store {
-                claim,
-                fetched,
-                take_next: false,
-                expects_next: false,
-            };
-            finishing.set(Some(finish_round(&worker, round)));
+            lane.store_after_idle(claim, fetched);
             continue;
         }
         let Some(wake_at) = store_call(&shared, || store.next_wakeup(now)).await else {
@@ -223,31 +125,7 @@ where
         }
         now = shared.clock.now();
     }
-    finish(finishing.as_mut(), &mut pipe).await;
-    if let Some(unfetched) = pipe.ahead.take() {
-        // Closing: the target stays pending for the next runner over the store.
-        let claim = unfetched.claim;
-        let now = shared.clock.now();
-        let _ = store_call(&shared, || {
-            store.finish(&claim, ClaimEnd::Released, now, false)
-        })
-        .await;
-    }
-}
-
-/// What a worker's finish does.
-enum Round {
-    /// Stores a fetched target (pipeline rule 1), letting the store claim the target after next with
-    /// it when `take_next` (pipeline rule 2).
-    Store {
-        claim: Claim,
-        fetched: Fetched,
-        take_next: bool,
-        /// The store is known to take one when asked (`Pipeline::store_claims_ahead`).
-        expects_next: bool,
-    },
-    /// Rule 2's first claim ahead, with nothing to store.
-    ClaimAhead,
+    lane.close(&shared, &*store).await;
 }
 
 /// Runs one finish: `Some` if it tried to claim ahead, with the claim if it found one.

@@ -1,4 +1,4 @@
-//! The worker's pipeline: how its rounds overlap ([`Pipeline`]). Without it a worker runs
+//! The worker's pipeline: how its rounds overlap ([`Lane`]). Without it a worker runs
 //! claim, fetch, store in sequence; with it, a store round trip hides behind the next
 //! fetch, and a store that can claim with its store call claims the next target with it.
 //!
@@ -54,36 +54,38 @@ use std::pin::{Pin, pin};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::shared::Shared;
 use crate::store::{Claim, ClaimEnd, Store};
 use crate::time::Timestamp;
 
-use super::fetch::heartbeat_every;
+use super::fetch::{Attempt, Fetched, heartbeat_every, with_heartbeat};
 use super::store_call;
 
 /// Rule 2 claims ahead only after a fetch at most this long: the claim waits for the next
 /// fetch to end, which is likely as short, while no other worker can take its target.
-pub(super) const AHEAD_FOR_FETCHES_UNDER: Duration = Duration::from_millis(100);
+const AHEAD_FOR_FETCHES_UNDER: Duration = Duration::from_millis(100);
 
 /// What a worker carries from round to round besides the finish that is out.
 #[derive(Default)]
-pub(super) struct Pipeline {
+struct Pipeline {
     /// A claim the last finish took ahead, to fetch next (pipeline rule 2).
-    pub(super) ahead: Option<Ahead>,
+    ahead: Option<Ahead>,
     /// The finish that is out claims ahead.
-    pub(super) claiming: bool,
+    claiming: bool,
     /// Rule 1, which rule 2's claims ahead follow too.
-    pub(super) overlap: Overlap,
+    overlap: Overlap,
     /// The store has handed a next claim back from a finish: it claims with its store
     /// call, and rule 2 runs (learned, never asked: see `WorkerStore::finish`).
-    pub(super) store_claims_ahead: bool,
+    store_claims_ahead: bool,
 }
 
 impl Pipeline {
     /// Which claim to fetch now, given `claim`, just made: a claim held ahead with an
     /// earlier token goes first, and `claim` is then held ahead in its place (read against
     /// cancels before its fetch, as a claim ahead is).
-    pub(super) fn first_of(&mut self, claim: Claim, now: Timestamp) -> First {
+    fn first_of(&mut self, claim: Claim, now: Timestamp) -> First {
         match self.ahead.take() {
             Some(held) if held.claim.token < claim.token => {
                 self.ahead = Some(Ahead {
@@ -102,7 +104,7 @@ impl Pipeline {
 
     /// Takes in what a finish that ended brings: `Some` if it tried to claim ahead, with
     /// the claim if it found one.
-    pub(super) fn finished(&mut self, tried: Option<Option<Ahead>>) {
+    fn finished(&mut self, tried: Option<Option<Ahead>>) {
         self.claiming = false;
         let Some(next) = tried else {
             return;
@@ -120,7 +122,7 @@ impl Pipeline {
 }
 
 /// What [`Pipeline::first_of`] chose to fetch now.
-pub(super) enum First {
+enum First {
     /// The claim just made.
     Fresh(Claim),
     /// A claim held ahead, made before it.
@@ -178,8 +180,253 @@ impl Ahead {
     }
 }
 
+/// What a worker's finish does (started by [`Lane`] through the worker's `start`).
+pub(super) enum Round {
+    /// Stores a fetched target (rule 1), letting the store claim the target after next with
+    /// it when `take_next` (rule 2).
+    Store {
+        claim: Claim,
+        fetched: Fetched,
+        take_next: bool,
+        /// The store is known to take one when asked (`Pipeline::store_claims_ahead`).
+        expects_next: bool,
+    },
+    /// Rule 2's first claim ahead, with nothing to store.
+    ClaimAhead,
+}
+
+/// What [`Lane::next_claim`] found.
+pub(super) enum Next {
+    /// A claim to fetch now.
+    Fetch(Claim),
+    /// Nothing to fetch: the worker claims once more as idle (step 2), then sleeps.
+    Idle,
+    /// A held claim was dropped (its job ended, its lease was lost), or a claim came ahead:
+    /// start the round again.
+    Again,
+    /// The runner closed.
+    Closed,
+}
+
+/// One worker's pipeline: the finish that is out (`Fut`, started by `start`), the claim
+/// held ahead, and the rules above. The worker loop asks it for the next claim, runs each
+/// fetch beside it, and hands it each result to store; everything that overlaps is here.
+pub(super) struct Lane<'p, Fut, Start> {
+    /// Rule 1: the last target's finish (or rule 2's first claim ahead), while it is out.
+    finishing: Pin<&'p mut Option<Fut>>,
+    pipe: Pipeline,
+    /// The last fetch was short (rule 2).
+    short: bool,
+    start: Start,
+}
+
+impl<'p, Fut, Start> Lane<'p, Fut, Start>
+where
+    Fut: Future<Output = Option<Option<Ahead>>>,
+    Start: Fn(Round) -> Fut,
+{
+    /// A lane over `finishing` (empty), whose finishes `start` runs.
+    pub(super) fn new(finishing: Pin<&'p mut Option<Fut>>, start: Start) -> Self {
+        Self {
+            finishing,
+            pipe: Pipeline::default(),
+            short: false,
+            start,
+        }
+    }
+
+    /// The next claim to fetch: a claim held ahead, or a fresh claim made beside the finish
+    /// that is out (rule 1), in token order (rule 2).
+    pub(super) async fn next_claim<T, O, S: Store>(
+        &mut self,
+        shared: &Shared<T, O>,
+        store: &S,
+        now: Timestamp,
+    ) -> Next {
+        let pipe = &self.pipe;
+        if (!pipe.overlap.active() || pipe.claiming) && pipe.ahead.is_none() {
+            // The finish may free the job this worker can take next, or bring its claim.
+            self.finish().await;
+            if shared.closed.load(Ordering::Acquire) {
+                return Next::Closed; // closed while it waited: claim nothing more
+            }
+        }
+        if let Some(next) = self.pipe.ahead.take() {
+            return match next.keep(shared, store).await {
+                Some(claim) => Next::Fetch(claim),
+                None => Next::Again, // its job was cancelled or its lease lost: claim afresh
+            };
+        }
+        let overlapping = self.finishing.is_some();
+        let call = store_call(shared, || store.claim(now));
+        let Some(claim) = self.beside(call).await else {
+            return Next::Closed;
+        };
+        if overlapping {
+            self.pipe.overlap.claimed(claim.is_some());
+        } else {
+            self.pipe.overlap.sequential();
+        }
+        match claim {
+            // The finish beside this claim may have taken one ahead, made first (the store's
+            // first, before the worker knew it takes them): token order.
+            Some(claim) => match self.pipe.first_of(claim, shared.clock.now()) {
+                First::Fresh(claim) => Next::Fetch(claim),
+                First::Held(earlier) => match earlier.keep(shared, store).await {
+                    Some(claim) => Next::Fetch(claim),
+                    None => Next::Again,
+                },
+            },
+            None if overlapping => {
+                // The store beside it may free the very job this worker can take next, or
+                // have taken a claim ahead (the store's first, before the worker knew it
+                // takes them): that claim is fetched next.
+                self.finish().await;
+                if shared.closed.load(Ordering::Acquire) {
+                    Next::Closed
+                } else if self.pipe.ahead.is_some() {
+                    Next::Again
+                } else {
+                    Next::Idle
+                }
+            }
+            None => Next::Idle,
+        }
+    }
+
+    /// Runs `fetch` beside the finish that is out, first starting rule 2's first claim
+    /// ahead beside it when due.
+    pub(super) async fn fetch<R>(&mut self, fetch: impl Future<Output = R>) -> R {
+        let pipe = &self.pipe;
+        let ahead_now = pipe.store_claims_ahead && self.short && pipe.overlap.active();
+        if ahead_now && self.finishing.is_none() && pipe.ahead.is_none() {
+            // Rule 2's first claim ahead, beside this fetch (so after its claim in token
+            // order): from now on each store brings the claim after next.
+            self.pipe.claiming = true;
+            let round = (self.start)(Round::ClaimAhead);
+            self.finishing.set(Some(round));
+        }
+        self.beside(fetch).await
+    }
+
+    /// Once `claim` is fetched, waits for the finish still out, renewing `claim`'s lease
+    /// meanwhile as during its fetch (under `token`): a lost lease abandons the result.
+    pub(super) async fn settle<T, O, S: Store>(
+        &mut self,
+        shared: &Shared<T, O>,
+        store: &S,
+        claim: &Claim,
+        token: &CancellationToken,
+        mut fetched: Fetched,
+    ) -> Fetched {
+        // The last store may still be out (retrying a failing store, say): this claim's
+        // lease is renewed while the worker waits for it, as during its fetch.
+        let waited = match store.lease_ttl() {
+            Some(ttl) if self.finishing.is_some() => {
+                let (finishing, pipe) = (self.finishing.as_mut(), &mut self.pipe);
+                let wait = finish(finishing, pipe);
+                let lost = token.child_token(); // cancelled if the lease is lost
+                with_heartbeat(shared, store, claim, ttl, &lost, wait).await
+            }
+            _ => {
+                self.finish().await;
+                Some(())
+            }
+        };
+        if waited.is_none() {
+            // The lease was lost meanwhile: another worker may hold the target now.
+            self.finish().await;
+            fetched.attempt = Attempt::Abandon;
+        }
+        fetched
+    }
+
+    /// Starts `claim`'s finish (rule 1), asking the store for the target after next with it
+    /// when rule 2 says so.
+    pub(super) fn store(&mut self, claim: Claim, fetched: Fetched) {
+        debug_assert!(
+            self.finishing.is_none(),
+            "at most one finish out per worker"
+        );
+        self.short = fetched.elapsed <= AHEAD_FOR_FETCHES_UNDER;
+        // Rule 2: this store may claim the target after next (a claim held now is fetched
+        // next, before this finish can end).
+        let take_next = self.short && self.pipe.overlap.active();
+        self.pipe.claiming = take_next && self.pipe.store_claims_ahead;
+        let round = Round::Store {
+            claim,
+            fetched,
+            take_next,
+            expects_next: self.pipe.claiming,
+        };
+        let round = (self.start)(round);
+        self.finishing.set(Some(round));
+    }
+
+    /// Starts the finish of a claim made as idle (step 2), with nothing out and nothing held:
+    /// no claim ahead with it.
+    pub(super) fn store_after_idle(&mut self, claim: Claim, fetched: Fetched) {
+        debug_assert!(
+            self.finishing.is_none() && self.pipe.ahead.is_none(),
+            "the worker claimed again only after its finish"
+        );
+        self.short = fetched.elapsed <= AHEAD_FOR_FETCHES_UNDER;
+        let round = Round::Store {
+            claim,
+            fetched,
+            take_next: false,
+            expects_next: false,
+        };
+        let round = (self.start)(round);
+        self.finishing.set(Some(round));
+    }
+
+    /// Whether nothing is out or held: the worker may sleep.
+    pub(super) fn is_empty(&self) -> bool {
+        self.finishing.is_none() && self.pipe.ahead.is_none()
+    }
+
+    /// Closing: runs the finish that is out to its end and releases a claim held ahead
+    /// unfetched (its target stays pending for the next runner over the store).
+    pub(super) async fn close<T, O, S: Store>(mut self, shared: &Shared<T, O>, store: &S) {
+        self.finish().await;
+        if let Some(unfetched) = self.pipe.ahead.take() {
+            let claim = unfetched.claim;
+            let now = shared.clock.now();
+            let _ = store_call(shared, || {
+                store.finish(&claim, ClaimEnd::Released, now, false)
+            })
+            .await;
+        }
+    }
+
+    /// Runs the finish that is out, if one is, to its end.
+    async fn finish(&mut self) {
+        finish(self.finishing.as_mut(), &mut self.pipe).await;
+    }
+
+    /// Runs `main` to its end while the finish that is out, if one is, makes progress (and
+    /// is cleared once it ends); the finish is polled first.
+    async fn beside<R>(&mut self, main: impl Future<Output = R>) -> R {
+        let mut main = pin!(main);
+        loop {
+            let Some(out) = self.finishing.as_mut().as_pin_mut() else {
+                return main.await;
+            };
+            tokio::select! {
+                biased;
+                tried = out => {
+                    self.finishing.set(None);
+                    self.pipe.finished(tried);
+                }
+                value = &mut main => return value,
+            }
+        }
+    }
+}
+
 /// Runs the finish that is out, if one is, to its end, into `pipe`.
-pub(super) async fn finish<Fut: Future<Output = Option<Option<Ahead>>>>(
+async fn finish<Fut: Future<Output = Option<Option<Ahead>>>>(
     mut finishing: Pin<&mut Option<Fut>>,
     pipe: &mut Pipeline,
 ) {
@@ -190,54 +437,31 @@ pub(super) async fn finish<Fut: Future<Output = Option<Option<Ahead>>>>(
     }
 }
 
-/// Runs `main` to its end while the finish that is out, if one is, makes progress (and is
-/// cleared once it ends, into `pipe`); the finish is polled first.
-pub(super) async fn beside<Fut: Future<Output = Option<Option<Ahead>>>, R>(
-    mut finishing: Pin<&mut Option<Fut>>,
-    pipe: &mut Pipeline,
-    main: impl Future<Output = R>,
-) -> R {
-    let mut main = pin!(main);
-    loop {
-        let Some(out) = finishing.as_mut().as_pin_mut() else {
-            return main.await;
-        };
-        tokio::select! {
-            biased;
-            tried = out => {
-                finishing.set(None);
-                pipe.finished(tried);
-            }
-            value = &mut main => return value,
-        }
-    }
-}
-
 /// Rule 1: claim while the last target finishes, unless doing so found nothing
 /// lately (a single serial job, whose next target waits for that very store).
 #[derive(Debug, Default)]
-pub(super) struct Overlap {
+struct Overlap {
     /// Claims still to make after the finish.
-    pub(super) paused_for: u32,
+    paused_for: u32,
 }
 
 impl Overlap {
     /// How many claims wait for the finish after an overlapping claim found nothing.
     const PAUSE: u32 = 16;
 
-    pub(super) fn active(&self) -> bool {
+    fn active(&self) -> bool {
         self.paused_for == 0
     }
 
     /// An overlapping claim found a target, or found nothing.
-    pub(super) fn claimed(&mut self, found: bool) {
+    fn claimed(&mut self, found: bool) {
         if !found {
             self.paused_for = Self::PAUSE;
         }
     }
 
     /// One claim made after the finish.
-    pub(super) fn sequential(&mut self) {
+    fn sequential(&mut self) {
         self.paused_for = self.paused_for.saturating_sub(1);
     }
 }

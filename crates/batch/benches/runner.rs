@@ -15,12 +15,16 @@
 //! metrics per target. `cargo bench -p lockgate-batch --bench runner --features metrics --
 //! batch_runner_memory_store`.
 //!
+//! The `multi_thread_2_loaded` group runs the multi-thread case again beside one busy-looping
+//! thread per core: the workers and the runtime's threads wake each other, and a design that
+//! wins only on an idle machine shows it there.
+//!
 //! Subjects named `batch_…` are ours; `cargo xtask bench` takes the first of them in
 //! alphabetical order as the reference of its ratios (the runner, the memory store).
 
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use criterion::{Criterion, Throughput, criterion_main};
 use lockgate_batch::hooks::Hooks;
@@ -113,12 +117,45 @@ fn bench(c: &mut Criterion) {
         .unwrap();
     let callers: Vec<Caller> = (0..JOBS).map(|i| Caller::new(format!("c{i}"))).collect();
     let targets: Vec<u32> = (0..TARGETS_PER_JOB as u32).collect();
-    for (name, rt) in [("multi_thread_2", &multi), ("current_thread", &single)] {
+    let cases = [
+        ("multi_thread_2", &multi, false),
+        ("current_thread", &single, false),
+        ("multi_thread_2_loaded", &multi, true),
+    ];
+    for (name, rt, loaded) in cases {
+        // The loaded machine: one thread per core spinning until the group ends.
+        let stop = AtomicBool::new(false);
+        let cores = std::thread::available_parallelism().map_or(2, usize::from);
+        std::thread::scope(|scope| {
+            for _ in 0..if loaded { cores } else { 0 } {
+                scope.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+            group_of(c, name, rt, &callers, &targets);
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    #[cfg(feature = "sqlite")]
+    sqlite::bench(c, &multi);
+}
+
+/// The runner against a spawn per target, on `rt`.
+fn group_of(
+    c: &mut Criterion,
+    name: &str,
+    rt: &tokio::runtime::Runtime,
+    callers: &[Caller],
+    targets: &[u32],
+) {
+    {
         let mut group = c.benchmark_group(format!("10k_targets_100_jobs/{name}"));
         group.sample_size(10);
         group.throughput(Throughput::Elements((JOBS * TARGETS_PER_JOB) as u64));
         group.bench_function("batch_runner_memory_store_4_workers", |b| {
-            b.iter(|| rt.block_on(run_batch(MemoryStore::new(), &callers, &targets)));
+            b.iter(|| rt.block_on(run_batch(MemoryStore::new(), callers, targets)));
         });
         #[cfg(feature = "metrics")]
         {
@@ -133,7 +170,7 @@ fn bench(c: &mut Criterion) {
                         });
                         Arc::new(hooks)
                     };
-                    rt.block_on(run_batch_with(MemoryStore::new(), &callers, &targets, wrap));
+                    rt.block_on(run_batch_with(MemoryStore::new(), callers, targets, wrap));
                     // What a scrape does first: fold the histogram samples recorded since the
                     // last one (they pile up otherwise).
                     handle.run_upkeep();
@@ -145,8 +182,6 @@ fn bench(c: &mut Criterion) {
         });
         group.finish();
     }
-    #[cfg(feature = "sqlite")]
-    sqlite::bench(c, &multi);
 }
 
 #[cfg(feature = "sqlite")]

@@ -5,7 +5,7 @@
 //! has at most one live job, and every claim is a lease with a fencing token. So the items are
 //! submitted as [`Case::jobs`] jobs (64), one per caller, of `items / 64` targets each (the
 //! first `items % 64` jobs one more), enough that every worker of every process can be busy.
-//! They go in through the `Store` trait (`Store::submit` with `NewJob`) from the parent before
+//! They go in through the `CallerStore` trait (`CallerStore::submit` with `NewJob`) from the parent before
 //! any worker process starts, so no process pays for submitting.
 //!
 //! Each child opens the store on the schema the parent migrated, with `pool_size(4)` (one
@@ -21,7 +21,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use lockgate_batch::store::{NewJob, PostgresOptions, PostgresStore, Store, Timestamp};
+use lockgate_batch::store::{CallerStore, NewJob, PostgresOptions, PostgresStore, Timestamp};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 
 use super::Probe;

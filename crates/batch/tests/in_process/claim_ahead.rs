@@ -18,6 +18,8 @@ use lockgate_batch::store::{
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, StoreError};
 use tokio::sync::Semaphore;
 
+use crate::rotation::{run_round_robin, submit_one_per_caller};
+
 /// The memory store, with a `complete_and_claim` that claims, counting each kind of claim.
 #[derive(Default)]
 struct ClaimsAhead {
@@ -146,28 +148,12 @@ fn holds_one_ahead(store: &ClaimsAhead) -> bool {
     })
 }
 
-fn targets(n: usize) -> Vec<String> {
-    (0..n).map(|i| i.to_string()).collect()
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_worker_claims_ahead_in_the_rotations_order() {
     let store = Arc::new(ClaimsAhead::default());
     let gate = Arc::new(Semaphore::new(Semaphore::MAX_PERMITS));
     let (runner, fetched) = start(&store, &gate).await;
-    let callers: Vec<Caller> = (0..4).map(|n| Caller::new(format!("c{n}"))).collect();
-    let mut ids = Vec::new();
-    for caller in &callers {
-        ids.push(runner.submit(caller, &targets(8)).await.unwrap());
-    }
-    for (caller, id) in callers.iter().zip(&ids) {
-        let job = runner.wait(caller, *id).await.unwrap();
-        assert_eq!(job.status, JobStatus::Done);
-    }
-    runner.close().await;
-    let order: Vec<(u64, usize)> = (0..8)
-        .flat_map(|index| ids.iter().map(move |id| (id.get(), index)))
-        .collect();
+    let order = run_round_robin(runner, 4, 8).await;
     assert_eq!(*fetched.lock().unwrap(), order, "each once, round-robin");
     // 32 targets: after the first two claims each store brings the next one; the last
     // stores find nothing (their job ended, the others are in flight or done).
@@ -183,11 +169,7 @@ async fn close_releases_the_claim_held_ahead() {
     // Three fetches pass; the fourth waits for a permit until after close began.
     let gate = Arc::new(Semaphore::new(3));
     let (runner, fetched) = start(&store, &gate).await;
-    let callers: Vec<Caller> = (0..3).map(|n| Caller::new(format!("c{n}"))).collect();
-    let mut ids = Vec::new();
-    for caller in &callers {
-        ids.push(runner.submit(caller, &targets(2)).await.unwrap());
-    }
+    let (callers, ids) = submit_one_per_caller(&runner, 3, 2).await;
     while fetched.lock().unwrap().len() < 4 {
         tokio::time::sleep(Duration::from_micros(100)).await;
     }
@@ -252,16 +234,7 @@ async fn a_claim_held_ahead_past_a_heartbeat_is_renewed_before_its_fetch() {
     let store = Arc::new(ClaimsAhead::leased(Duration::from_millis(60)));
     let gate = Arc::new(Semaphore::new(Semaphore::MAX_PERMITS));
     let (runner, _) = start_taking(&store, &gate, Duration::from_millis(50)).await;
-    let callers: Vec<Caller> = (0..3).map(|n| Caller::new(format!("c{n}"))).collect();
-    let mut ids = Vec::new();
-    for caller in &callers {
-        ids.push(runner.submit(caller, &targets(3)).await.unwrap());
-    }
-    for (caller, id) in callers.iter().zip(&ids) {
-        let job = runner.wait(caller, *id).await.unwrap();
-        assert_eq!(job.status, JobStatus::Done);
-    }
-    runner.close().await;
+    run_round_robin(runner, 3, 3).await;
     let log = store.log.lock().unwrap().clone();
     let ahead: Vec<(u64, usize)> = log
         .iter()
@@ -304,16 +277,7 @@ async fn a_worker_with_long_fetches_claims_nothing_ahead() {
     let store = Arc::new(ClaimsAhead::default());
     let gate = Arc::new(Semaphore::new(Semaphore::MAX_PERMITS));
     let (runner, fetched) = start_taking(&store, &gate, Duration::from_millis(150)).await;
-    let callers: Vec<Caller> = (0..3).map(|n| Caller::new(format!("c{n}"))).collect();
-    let mut ids = Vec::new();
-    for caller in &callers {
-        ids.push(runner.submit(caller, &targets(2)).await.unwrap());
-    }
-    for (caller, id) in callers.iter().zip(&ids) {
-        let job = runner.wait(caller, *id).await.unwrap();
-        assert_eq!(job.status, JobStatus::Done);
-    }
-    runner.close().await;
+    run_round_robin(runner, 3, 2).await;
     assert_eq!(fetched.lock().unwrap().len(), 6);
     assert_eq!(store.claims_ahead.load(Ordering::Relaxed), 0);
 }

@@ -12,6 +12,8 @@ use lockgate_batch::store::{
 };
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner, StoreError};
 
+use crate::rotation::{run_round_robin, targets};
+
 /// The memory store, with a `finish` of a result that waits `STORE_TIME` (on tokio's paused clock)
 /// before it stores, counting what the worker does meanwhile.
 #[derive(Default)]
@@ -85,29 +87,13 @@ async fn runner(store: Arc<SlowStore>) -> (Runner<String, String>, Arc<Mutex<Vec
     (runner, fetched)
 }
 
-fn targets(n: usize) -> Vec<String> {
-    (0..n).map(|i| i.to_string()).collect()
-}
-
 #[tokio::test(start_paused = true)]
 async fn the_worker_claims_and_fetches_another_job_while_a_store_is_out() {
     let store = Arc::new(SlowStore::default());
     let (runner, fetched) = runner(Arc::clone(&store)).await;
-    let callers: Vec<Caller> = (0..4).map(|n| Caller::new(format!("c{n}"))).collect();
-    let mut ids = Vec::new();
-    for caller in &callers {
-        ids.push(runner.submit(caller, &targets(4)).await.unwrap());
-    }
-    for (caller, id) in callers.iter().zip(&ids) {
-        let job = runner.wait(caller, *id).await.unwrap();
-        assert_eq!(job.status, JobStatus::Done);
-    }
-    runner.close().await;
     // Round-robin across the four jobs, as in sequence: the stored job is still in flight
     // when the next claim runs, and was served last anyway.
-    let order: Vec<(u64, usize)> = (0..4)
-        .flat_map(|index| ids.iter().map(move |id| (id.get(), index)))
-        .collect();
+    let order = run_round_robin(runner, 4, 4).await;
     assert_eq!(*fetched.lock().unwrap(), order);
     assert!(
         store.claims_while_storing.load(Ordering::Relaxed) >= 14,

@@ -27,6 +27,7 @@ mod memory_store;
 mod memory_store_leased;
 #[cfg(feature = "metrics")]
 mod metrics;
+mod rotation;
 mod runner_api;
 mod store_api;
 mod store_errors;

@@ -82,7 +82,10 @@ where
         tokio::task::coop::consume_budget().await;
         match lane.next_claim(&shared, &*store, now).await {
             Next::Fetch(claim) => {
-                let fetched = lane.fetch(fetch_one(&worker, &mut token, &claim)).await;
+                let fetched = {
+                    let fetching = pin!(fetch_one(&worker, &mut token, &claim));
+                    lane.fetch(fetching).await
+                };
                 let fetched = lane.settle(&shared, &*store, &claim, &token, fetched).await;
                 now = fetched.now;
                 lane.store(claim, fetched);

@@ -84,13 +84,14 @@ struct Pipeline {
 impl Pipeline {
     /// Which claim to fetch now, given `claim`, just made: a claim held ahead with an
     /// earlier token goes first, and `claim` is then held ahead in its place (read against
-    /// cancels before its fetch, as a claim ahead is).
-    fn first_of(&mut self, claim: Claim, now: Timestamp) -> First {
+    /// cancels before its fetch, as a claim ahead is). The clock is read only then: one
+    /// read per claim was measurable on the hot path.
+    fn first_of(&mut self, claim: Claim, now: impl FnOnce() -> Timestamp) -> First {
         match self.ahead.take() {
             Some(held) if held.claim.token < claim.token => {
                 self.ahead = Some(Ahead {
                     claim,
-                    at: now,
+                    at: now(),
                     cancels: u64::MAX, // never equal: its job is read before its fetch
                 });
                 First::Held(held)
@@ -252,14 +253,17 @@ where
             }
         }
         if let Some(next) = self.pipe.ahead.take() {
-            return match next.keep(shared, store).await {
+            // Boxed: a claim is held ahead only over a store where a claim is a round trip,
+            // and unboxed its reads and release would grow this future, which every round
+            // moves into place.
+            return match Box::pin(next.keep(shared, store)).await {
                 Some(claim) => Next::Fetch(claim),
                 None => Next::Again, // its job was cancelled or its lease lost: claim afresh
             };
         }
         let overlapping = self.finishing.is_some();
         let call = store_call(shared, || store.claim(now));
-        let Some(claim) = self.beside(call).await else {
+        let Some(claim) = self.beside(pin!(call)).await else {
             return Next::Closed;
         };
         if overlapping {
@@ -270,9 +274,9 @@ where
         match claim {
             // The finish beside this claim may have taken one ahead, made first (the store's
             // first, before the worker knew it takes them): token order.
-            Some(claim) => match self.pipe.first_of(claim, shared.clock.now()) {
+            Some(claim) => match self.pipe.first_of(claim, || shared.clock.now()) {
                 First::Fresh(claim) => Next::Fetch(claim),
-                First::Held(earlier) => match earlier.keep(shared, store).await {
+                First::Held(earlier) => match Box::pin(earlier.keep(shared, store)).await {
                     Some(claim) => Next::Fetch(claim),
                     None => Next::Again,
                 },
@@ -296,7 +300,12 @@ where
 
     /// Runs `fetch` beside the finish that is out, first starting rule 2's first claim
     /// ahead beside it when due.
-    pub(super) async fn fetch<R>(&mut self, fetch: impl Future<Output = R>) -> R {
+    ///
+    /// Not an `async fn` of its own, and `fetch` comes pinned (see [`beside`](Self::beside)).
+    pub(super) fn fetch<R, F: Future<Output = R>>(
+        &mut self,
+        fetch: Pin<&mut F>,
+    ) -> impl Future<Output = R> {
         let pipe = &self.pipe;
         let ahead_now = pipe.store_claims_ahead && self.short && pipe.overlap.active();
         if ahead_now && self.finishing.is_none() && pipe.ahead.is_none() {
@@ -306,7 +315,7 @@ where
             let round = (self.start)(Round::ClaimAhead);
             self.finishing.set(Some(round));
         }
-        self.beside(fetch).await
+        self.beside(fetch)
     }
 
     /// Once `claim` is fetched, waits for the finish still out, renewing `claim`'s lease
@@ -407,11 +416,14 @@ where
 
     /// Runs `main` to its end while the finish that is out, if one is, makes progress (and
     /// is cleared once it ends); the finish is polled first.
-    async fn beside<R>(&mut self, main: impl Future<Output = R>) -> R {
-        let mut main = pin!(main);
+    ///
+    /// `main` comes pinned: the caller's future holds it once, instead of this one holding
+    /// it as an argument and again pinned (each round moves a future into place, and a
+    /// fetch's is large).
+    async fn beside<R, F: Future<Output = R>>(&mut self, mut main: Pin<&mut F>) -> R {
         loop {
             let Some(out) = self.finishing.as_mut().as_pin_mut() else {
-                return main.await;
+                return main.as_mut().await;
             };
             tokio::select! {
                 biased;
@@ -419,7 +431,7 @@ where
                     self.finishing.set(None);
                     self.pipe.finished(tried);
                 }
-                value = &mut main => return value,
+                value = main.as_mut() => return value,
             }
         }
     }

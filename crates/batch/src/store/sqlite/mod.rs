@@ -4,6 +4,7 @@ mod error;
 mod options;
 mod owner;
 mod queries;
+mod reader;
 mod schema;
 mod thread;
 
@@ -26,15 +27,20 @@ use crate::store::{
 use crate::summary::JobSummary;
 use crate::time::Timestamp;
 use owner::OwnerLock;
+use reader::Reader;
 use thread::ConnectionThread;
 
 /// A [`Store`](super::Store) in one SQLite file: jobs, targets and results survive a restart.
 ///
-/// One connection, in WAL mode, on a thread of its own: every call is sent to that thread, so
-/// SQLite's work (and its fsyncs, with [`Synchronous::Full`]) never blocks the tokio thread
-/// that awaits it. Calls run one at a time in the order they were made; calls that arrive
-/// while the thread is busy share the next commit (group commit), each in a savepoint of its
-/// own, and none answers before its commit. The rotation lives in the database too (a partial
+/// Two connections, in WAL mode, each on a thread of its own, so SQLite's work (and its
+/// fsyncs, with [`Synchronous::Full`]) never blocks the tokio thread that awaits it. The
+/// writer's thread runs the workers' calls and every write one at a time, in the order they
+/// were made; calls that arrive while it is busy share the next commit (group commit), each
+/// in a savepoint of its own, and none answers before its commit. The reader's thread answers
+/// [`status`](CallerStore::status), [`summary`](CallerStore::summary),
+/// [`jobs`](CallerStore::jobs) and [`live_jobs`](Self::live_jobs) from a snapshot that holds
+/// every write answered before the read was made: a long read (every target of a big job)
+/// never holds a write back. The rotation lives in the database too (a partial
 /// index of the claimable jobs in submit order, and the cursor's row), so a restarted runner
 /// goes on with the job after the one claimed last.
 ///
@@ -93,7 +99,10 @@ use thread::ConnectionThread;
 /// ```
 #[derive(Debug)]
 pub struct SqliteStore {
+    /// The writer: every write, and the workers' reads.
     thread: ConnectionThread<Inner>,
+    /// The callers' reads (`reader.rs`); `None` in memory, where they go to the writer.
+    reader: Option<ConnectionThread<Reader>>,
     /// The owner lock's key, for handing the closing thread over on drop (`None` in memory).
     owner_key: Option<owner::FileId>,
     /// The bytes stored, as of the last commit: read without a trip to the thread.
@@ -113,7 +122,7 @@ struct Inner {
     aborted: Option<SqliteError>,
     /// The store's copy of `committed.bytes()`, updated after every commit.
     stored_bytes: Arc<AtomicU64>,
-    _owner: Option<OwnerLock>,
+    _owner: Option<Arc<OwnerLock>>,
 }
 
 impl Inner {
@@ -250,14 +259,27 @@ impl SqliteStore {
         SqliteOptions::default().open_in_memory()
     }
 
-    /// Starts the connection's thread over an opened, migrated connection.
+    /// Starts the writer's thread over an opened, migrated connection and, for a file, the
+    /// reader's thread over a second connection to it.
     fn start(
         conn: Connection,
         counters: queries::Counters,
         owner: Option<OwnerLock>,
+        busy_timeout: std::time::Duration,
     ) -> Result<Self, SqliteError> {
         let stored_bytes = Arc::new(AtomicU64::new(counters.bytes()));
         let owner_key = owner.as_ref().map(|owner| owner.id().clone());
+        let owner = owner.map(Arc::new);
+        let no_thread = |err: std::io::Error| {
+            SqliteError::Unreadable(format!("no thread for the store: {err}"))
+        };
+        let reader = match &owner {
+            Some(owner) => {
+                let reader = Reader::open(Arc::clone(owner), busy_timeout)?;
+                Some(ConnectionThread::spawn("batch-sqlite-read", reader).map_err(no_thread)?)
+            }
+            None => None,
+        };
         let inner = Inner {
             conn,
             counters,
@@ -266,10 +288,10 @@ impl SqliteStore {
             stored_bytes: Arc::clone(&stored_bytes),
             _owner: owner,
         };
-        let thread = ConnectionThread::spawn("batch-sqlite", inner)
-            .map_err(|err| SqliteError::Unreadable(format!("no thread for the store: {err}")))?;
+        let thread = ConnectionThread::spawn("batch-sqlite", inner).map_err(no_thread)?;
         Ok(Self {
             thread,
+            reader,
             owner_key,
             stored_bytes,
         })
@@ -282,6 +304,9 @@ impl SqliteStore {
     ///
     /// Cancel safe: the close starts at the first poll and finishes without the future.
     pub async fn close(mut self) {
+        if let Some(reader) = &mut self.reader {
+            reader.close().await;
+        }
         self.thread.close().await;
     }
 
@@ -295,7 +320,7 @@ impl SqliteStore {
     ///
     /// Cancel safe: it only reads.
     pub async fn live_jobs(&self) -> Result<usize, StoreError> {
-        self.read(queries::live_jobs).await
+        self.caller_read(queries::live_jobs).await
     }
 
     /// Bytes stored now: every kept job's target JSON and results (as of the last call that
@@ -320,7 +345,8 @@ impl SqliteStore {
             .await
     }
 
-    /// Runs `f`, which only reads, on the connection's thread.
+    /// Runs `f`, which only reads, on the writer's thread: a worker's read, which must see
+    /// the writer's state as it is now.
     async fn read<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<R, SqliteError> + Send + 'static,
@@ -328,6 +354,22 @@ impl SqliteStore {
         self.thread
             .call(move |inner| inner.read(f).map_err(StoreError::from))
             .await
+    }
+
+    /// Runs `f`, which only reads, for a caller: on the reader's thread, beside the writer
+    /// (`reader.rs`), or on the writer's in memory.
+    async fn caller_read<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, SqliteError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        match &self.reader {
+            Some(reader) => {
+                reader
+                    .call(move |reader| reader.read(f).map_err(StoreError::from))
+                    .await
+            }
+            None => self.read(f).await,
+        }
     }
 
     #[cfg(test)]
@@ -345,7 +387,12 @@ impl Drop for SqliteStore {
     /// Closes the connection on its thread without waiting (see "Blocking").
     fn drop(&mut self) {
         if let Some(key) = &self.owner_key {
-            owner::hand_over(key, || self.thread.finish());
+            owner::hand_over(key, || {
+                if let Some(reader) = &mut self.reader {
+                    drop(reader.finish());
+                }
+                self.thread.finish()
+            });
         }
     }
 }
@@ -434,7 +481,7 @@ impl CallerStore for SqliteStore {
         caller: &'a Caller,
     ) -> BoxFuture<'a, Result<Option<Job>, StoreError>> {
         let caller = caller.clone();
-        Box::pin(self.read(move |tx| queries::status(tx, id, &caller)))
+        Box::pin(self.caller_read(move |tx| queries::status(tx, id, &caller)))
     }
 
     fn summary<'a>(
@@ -443,7 +490,7 @@ impl CallerStore for SqliteStore {
         caller: &'a Caller,
     ) -> BoxFuture<'a, Result<Option<JobSummary>, StoreError>> {
         let caller = caller.clone();
-        Box::pin(self.read(move |tx| queries::summary(tx, id, &caller)))
+        Box::pin(self.caller_read(move |tx| queries::summary(tx, id, &caller)))
     }
 
     fn jobs<'a>(
@@ -451,7 +498,7 @@ impl CallerStore for SqliteStore {
         caller: &'a Caller,
     ) -> BoxFuture<'a, Result<Vec<JobSummary>, StoreError>> {
         let caller = caller.clone();
-        Box::pin(self.read(move |tx| queries::jobs(tx, &caller)))
+        Box::pin(self.caller_read(move |tx| queries::jobs(tx, &caller)))
     }
 
     fn touch<'a>(

@@ -181,6 +181,6 @@ impl SqliteOptions {
             queries::Counters::load(&tx)?
         };
         tracing::debug!(path = ?owner.as_ref().map(OwnerLock::path), "batch sqlite store open");
-        SqliteStore::start(conn, counters, owner)
+        SqliteStore::start(conn, counters, owner, self.busy_timeout)
     }
 }

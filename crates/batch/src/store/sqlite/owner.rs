@@ -42,9 +42,10 @@
 //! 2. A dropped store marks its entry closing ([`hand_over`]) as it closes its channel: an
 //!    opener then waits for it instead of answering `InUse`, so "drop, then open again"
 //!    always works.
-//! 3. The store's thread closes the connection, then drops its [`OwnerLock`], which closes
-//!    the locked descriptor (releasing the lock) and only then removes the entry and wakes
-//!    the waiters. So an entry is gone only once nothing of the store holds the file.
+//! 3. Each of the store's threads (the writer's and, for a file, the reader's) closes its
+//!    connection, then drops its share of the [`OwnerLock`]; the last share closes the
+//!    locked descriptor (releasing the lock) and only then removes the entry and wakes the
+//!    waiters. So an entry is gone only once nothing of the store holds the file.
 //! 4. A lock belongs to the open file, which a fork shares: a child forked while a store held
 //!    the file keeps the lock until it execs (the descriptor is close-on-exec). A refused lock
 //!    is therefore tried again for [`FORK_WINDOW_TRIES`] × [`FORK_WINDOW_PAUSE`] before

@@ -347,3 +347,154 @@ fn caller_lookups_use_their_indexes() {
     assert!(plans[1].contains("jobs_caller "), "{}", plans[1]);
     assert!(!plans[1].contains("TEMP B-TREE"), "no sort: {}", plans[1]);
 }
+
+/// A scratch folder of this test process, emptied first.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("batch-sqlite-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A caller's read in flight, however long it takes (here: held until the writes are done),
+/// holds no write back: a claim, a stored target and a submit all answer while it runs
+/// (`reader.rs`, rule 4). With the callers' reads on the writer's thread this test hangs.
+#[test]
+fn a_long_read_holds_no_write_back() {
+    let dir = scratch("long-read");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = Arc::new(SqliteStore::open(dir.join("jobs.db")).unwrap());
+        store.submit(job("ann", &["1", "2"])).await.unwrap();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (entered, inside) = tokio::sync::oneshot::channel::<()>();
+        let reading = tokio::spawn({
+            let store = Arc::clone(&store);
+            async move {
+                store
+                    .caller_read(move |conn| {
+                        // The snapshot begins at this first read, before the writes.
+                        let live = queries::live_jobs(conn);
+                        let _ = entered.send(());
+                        let _ = held.recv();
+                        live
+                    })
+                    .await
+            }
+        });
+        inside.await.expect("the read starts");
+        let writes = async {
+            let claim = store
+                .claim(Timestamp::from_micros(2))
+                .await?
+                .expect("a claim");
+            let done = TargetState::Done {
+                output_json: "1".into(),
+            };
+            store
+                .finish(
+                    &claim,
+                    ClaimEnd::Stored(done),
+                    Timestamp::from_micros(3),
+                    false,
+                )
+                .await?;
+            store
+                .submit(job("bob", &["3"]))
+                .await
+                .map_err(|e| match e {
+                    SubmitError::Store(e) => e,
+                    other => panic!("{other:?}"),
+                })?;
+            Ok::<(), StoreError>(())
+        };
+        // A hang guard, not a timing claim: the writes need no time the read could give them.
+        tokio::time::timeout(std::time::Duration::from_secs(60), writes)
+            .await
+            .expect("the writes answered while the read was held")
+            .unwrap();
+        release.send(()).unwrap();
+        assert_eq!(reading.await.unwrap().unwrap(), 1, "the read's snapshot");
+        let job = store.status(JobId::new(1), &Caller::new("ann")).await;
+        assert_eq!(
+            job.unwrap().unwrap().counts(),
+            Counts::new(1, 1, 0),
+            "a read made after a write's answer sees it"
+        );
+        assert_eq!(store.live_jobs().await.unwrap(), 2);
+    });
+    drop(rt);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Reads of several statements see one committed state: a `status` made while targets are
+/// being stored sees the job's row and its targets as of one commit (`reader.rs`, rule 2).
+/// The job's `updated` time says how many targets its row has seen stored; the targets must
+/// agree.
+#[test]
+fn a_status_is_one_snapshot() {
+    let dir = scratch("snapshot");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    // The k-th target is stored at this time (claims come between, at odd times).
+    let stored_at = |k: u64| Timestamp::from_micros(1_000 + 2 * k);
+    rt.block_on(async {
+        let store = Arc::new(SqliteStore::open(dir.join("jobs.db")).unwrap());
+        let targets: Vec<String> = (0..200).map(|i| i.to_string()).collect();
+        let refs: Vec<&str> = targets.iter().map(String::as_str).collect();
+        let id = store.submit(job("ann", &refs)).await.unwrap().id;
+        let writer = tokio::spawn({
+            let store = Arc::clone(&store);
+            async move {
+                let mut k = 1;
+                while let Some(claim) = store
+                    .claim(Timestamp::from_micros(999 + 2 * k))
+                    .await
+                    .unwrap()
+                {
+                    let done = TargetState::Done {
+                        output_json: "0".into(),
+                    };
+                    store
+                        .finish(&claim, ClaimEnd::Stored(done), stored_at(k), false)
+                        .await
+                        .unwrap();
+                    k += 1;
+                }
+            }
+        });
+        let mut reads = 0;
+        loop {
+            let job = store
+                .status(id, &Caller::new("ann"))
+                .await
+                .unwrap()
+                .unwrap();
+            reads += 1;
+            let stored = job
+                .targets
+                .iter()
+                .filter(|t| matches!(t.state, TargetState::Done { .. }))
+                .count() as u64;
+            if stored > 0 {
+                assert_eq!(
+                    job.updated,
+                    stored_at(stored).to_system_time(),
+                    "the job's row and its {stored} stored targets are of one commit"
+                );
+            }
+            if !job.status.is_live() {
+                break;
+            }
+        }
+        writer.await.unwrap();
+        assert!(reads > 1);
+    });
+    drop(rt);
+    let _ = std::fs::remove_dir_all(&dir);
+}

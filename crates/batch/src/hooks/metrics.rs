@@ -238,7 +238,7 @@ fn describe() {
     describe_counter!(
         RESCUED,
         Unit::Count,
-        "Targets taken over from a claim whose lease lapsed."
+        "Targets fetched again because a claim was lost (its lease lapsed, or a crash undid it)."
     );
     describe_counter!(
         STORE_ERRORS,

@@ -112,9 +112,14 @@ pub trait Hooks: Send + Sync + 'static {
         let _ = event;
     }
 
-    /// A worker took over a target whose previous claim's lease lapsed (its holder died or
-    /// stalled without renewing): that target may be fetched twice, its result is still stored
-    /// once. Only stores with leases make this happen.
+    /// A target is fetched again because an earlier claim of it was lost: its lease lapsed
+    /// (its holder died or stalled without renewing) and a worker took it over, reported by
+    /// that worker; or a server crash undid the claim ([`Completion::Lost`]), reported by the
+    /// claim's holder when its result is refused. So the count of rescues is the count of
+    /// second fetches; each result is still stored once. Only stores with leases make this
+    /// happen.
+    ///
+    /// [`Completion::Lost`]: crate::store::Completion::Lost
     fn rescued(&self, event: &RescueEvent) {
         let _ = event;
     }

@@ -89,6 +89,9 @@ impl Answer {
             Self::Renewed(true) => "renew: current",
             Self::Renewed(false) => "renew: stale",
             Self::Stored(Completion::Stale) => "finish stored: stale",
+            Self::Stored(Completion::Lost)
+            | Self::RetriedLater(Completion::Lost)
+            | Self::Released(Completion::Lost) => "finish: lost in a crash",
             Self::Stored(Completion::Stored { ended: Some(_), .. }) => {
                 "finish stored: ends its job"
             }

@@ -189,6 +189,7 @@ impl<S: Store> Session<'_, S> {
             },
             store::Completion::Pending => Completion::Pending,
             store::Completion::Stale => Completion::Stale,
+            store::Completion::Lost => Completion::Lost,
         }
     }
 
@@ -487,7 +488,7 @@ impl<S: Store> Session<'_, S> {
             // Taking the next claim is the store's choice: the reference claims only when
             // the store did, and then the claim must be the one it would make.
             let expected_next = match expected {
-                Completion::Stale => None,
+                Completion::Stale | Completion::Lost => None,
                 _ => self.reference.claim_next(&mine, now),
             };
             self.coverage.note("finish: the store took the next claim");

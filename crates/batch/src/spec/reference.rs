@@ -136,6 +136,9 @@ pub(crate) enum Completion {
     Pending,
     /// The claim is not current: nothing changed.
     Stale,
+    /// The store said the claim was lost in a crash ([`crate::store::Completion::Lost`]),
+    /// which no sequence of the spec makes: a store's answer only, never the reference's.
+    Lost,
 }
 
 /// [`crate::store::CancelOutcome`], as the reference reports it.

@@ -262,6 +262,13 @@ pub enum Completion {
     /// The claim is no longer current (its lease lapsed and another worker took the target,
     /// or the job was evicted): nothing changed.
     Stale,
+    /// As [`Stale`](Self::Stale), and the claim was *lost*: a server crash undid it, so its
+    /// target is fetched again (or was already) by a claim that could not know it was a
+    /// second fetch. The runner reports it through
+    /// [`Hooks::rescued`](crate::hooks::Hooks::rescued), so that rescues count every
+    /// re-fetch. Only a store whose claims can be undone without their holder knowing
+    /// answers it (PostgreSQL: claims commit without waiting for the disk).
+    Lost,
 }
 
 /// The answer of [`WorkerStore::finish`]: what it did, and the next claim if the store

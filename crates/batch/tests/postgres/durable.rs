@@ -4,7 +4,7 @@
 //! target is in flight. Every target acknowledged before the crash is still stored after it,
 //! the runner carries on by itself, and every target is stored exactly once and fetched once,
 //! but for the one in flight: its claim committed without waiting for the disk, so it may be
-//! fetched again (at-least-once fetch).
+//! fetched again (at-least-once fetch), and then that second fetch is reported as a rescue.
 //!
 //! On the fast cluster (`synchronous_commit = off`) an immediate restart may drop commits the
 //! server already acknowledged, so this test needs the durable one and skips without it.
@@ -28,9 +28,10 @@ fn output_of(target: u32) -> u32 {
     target * 7 + 1
 }
 
-/// Counts acknowledged (stored) targets and forwards job ends.
+/// Counts acknowledged (stored) targets and rescues, and forwards job ends.
 struct Acks {
     stored: AtomicUsize,
+    rescued: AtomicUsize,
     changed: Notify,
     ended: mpsc::UnboundedSender<JobStatus>,
 }
@@ -43,6 +44,9 @@ impl Hooks for Acks {
     fn job(&self, event: &lockgate_batch::hooks::JobEvent) {
         let status = event.status;
         let _ = self.ended.send(status);
+    }
+    fn rescued(&self, _: &lockgate_batch::hooks::RescueEvent) {
+        self.rescued.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -110,6 +114,7 @@ async fn an_immediate_restart_loses_no_acknowledged_target_and_stores_each_once(
     let (ended_tx, mut ended) = mpsc::unbounded_channel();
     let acks = Arc::new(Acks {
         stored: AtomicUsize::new(0),
+        rescued: AtomicUsize::new(0),
         changed: Notify::new(),
         ended: ended_tx,
     });
@@ -159,6 +164,13 @@ async fn an_immediate_restart_loses_no_acknowledged_target_and_stores_each_once(
     // Each target stored exactly once (one acknowledgement each), and fetched once, but for
     // the one in flight at the crash, which may have been fetched twice in a row.
     let mut fetched = fetched.lock().unwrap().clone();
+    // Every second fetch is reported as a rescue: here the claim lost in the crash, which
+    // its holder learns when its store is refused (issue 37: it went uncounted).
+    assert_eq!(
+        acks.rescued.load(Ordering::SeqCst),
+        fetched.len() - targets.len(),
+        "one rescue per target fetched again: {fetched:?}"
+    );
     if fetched.len() == targets.len() + 1 {
         let again = STORED_BEFORE_CRASH as usize;
         assert_eq!(fetched[again + 1], STORED_BEFORE_CRASH, "{fetched:?}");

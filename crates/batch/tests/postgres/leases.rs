@@ -255,3 +255,75 @@ async fn a_runner_rescues_a_lapsed_claim_and_reports_it() {
     assert_eq!(job.targets[0].state, done("got c1"));
     runner.close().await;
 }
+
+/// A claim a server crash undid (here: its row put back by hand, as recovery without the
+/// claim's commit leaves it) is *lost*: its holder's store is refused, and because no rescue
+/// took it over and its target is still owed, the answer is `Lost`, which the runner reports
+/// as a rescue. The same claim again, after the target was claimed and stored afresh, is
+/// still lost (the second fetch happened); a store retried after it had stored (an answer a
+/// dropped connection lost) is only stale.
+#[tokio::test]
+async fn a_claim_undone_behind_its_holder_is_lost_not_stale() {
+    if !pg::available() {
+        return;
+    }
+    let schema = pg::fresh_schema();
+    let options = PostgresStore::options()
+        .schema(schema.as_str())
+        .lease_ttl(TTL);
+    let store = pg::open(options);
+    let t0 = Timestamp::from(SystemTime::now());
+    store.submit(job("ann", &["a1", "a2"], t0)).await.unwrap();
+    let undone = store.claim(t0).await.unwrap().expect("a claim");
+
+    // The crash's recovery: the job as it was before the claim.
+    let url = pg::url().unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let sql = format!(
+        "UPDATE \"{schema}\".jobs SET in_flight = NULL, lease_until = NULL, status = 'queued'"
+    );
+    client.execute(&sql, &[]).await.unwrap();
+
+    let lost = store
+        .finish(&undone, ClaimEnd::Stored(done("first")), t0, false)
+        .await
+        .unwrap();
+    assert_eq!(lost.completion, Completion::Lost);
+    let retry = ClaimEnd::RetryLater {
+        busy_since: t0,
+        at: t0,
+    };
+    let busy = store.finish(&undone, retry, t0, false).await.unwrap();
+    assert_eq!(busy.completion, Completion::Lost);
+    // A release follows no fetch: no second fetch to count.
+    let released = store.finish(&undone, ClaimEnd::Released, t0, false).await;
+    assert_eq!(released.unwrap().completion, Completion::Stale);
+
+    // The target claimed afresh (not a rescue: nothing says it was claimed) and stored.
+    let again = store.claim(t0).await.unwrap().expect("claimed again");
+    assert!(!again.rescued);
+    assert_eq!((again.job, again.index), (undone.job, undone.index));
+    let stored = store
+        .finish(&again, ClaimEnd::Stored(done("second")), t0, false)
+        .await
+        .unwrap();
+    assert!(matches!(stored.completion, Completion::Stored { .. }));
+    let late = store
+        .finish(&undone, ClaimEnd::Stored(done("first")), t0, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        late.completion,
+        Completion::Lost,
+        "the second fetch happened"
+    );
+    // The store of `again`, retried: stored by this very claim, so only stale.
+    let retried = store
+        .finish(&again, ClaimEnd::Stored(done("second")), t0, false)
+        .await
+        .unwrap();
+    assert_eq!(retried.completion, Completion::Stale);
+}

@@ -208,15 +208,21 @@ impl PostgresStore {
 
     /// Keeps what a store statement left for later (its note, at once if it ended the job;
     /// its bytes in the total) and answers its completion.
-    fn stored(&self, claim: &Claim, stored: queries::Stored) -> Completion {
+    async fn stored(
+        &self,
+        claim: &Claim,
+        stored: queries::Stored,
+    ) -> Result<Completion, StoreError> {
         if let Some(note) = stored.note {
             let ended = matches!(stored.completion, Completion::Stored { ended: Some(_), .. });
             self.notifier.push(claim.job, note, ended);
         }
-        if let Completion::Stored { bytes, .. } = stored.completion {
-            self.stored_total.add(bytes);
+        match stored.completion {
+            Completion::Stored { bytes, .. } => self.stored_total.add(bytes),
+            Completion::Stale => return self.refused(claim).await,
+            Completion::Pending | Completion::Lost => {}
         }
-        stored.completion
+        Ok(stored.completion)
     }
 
     /// Moves the cursor after a claim's job (`from` is where the claim's walk started), hands
@@ -308,6 +314,18 @@ macro_rules! one_statement {
 }
 
 impl PostgresStore {
+    /// The answer to a finish after a fetch that the claim's token refused: `Lost` if no
+    /// rescue took the claim over and its target is fetched again ([`queries::lost`]), else
+    /// `Stale`. One more statement, only on this rare path.
+    async fn refused(&self, claim: &Claim) -> Result<Completion, StoreError> {
+        let (lost, _client) = one_statement!(self, |c| queries::lost(c, claim))?;
+        Ok(if lost {
+            Completion::Lost
+        } else {
+            Completion::Stale
+        })
+    }
+
     /// Stores a result and claims the next target in the same statement (`finish` with
     /// `take_next`).
     async fn complete_and_claim(
@@ -326,9 +344,10 @@ impl PostgresStore {
             self.lease_ttl,
             from.id()
         ))?;
+        let next = self.claimed(from, next);
         Ok(Finished {
-            completion: self.stored(claim, stored),
-            next: self.claimed(from, next),
+            completion: self.stored(claim, stored).await?,
+            next,
         })
     }
 }
@@ -380,19 +399,24 @@ impl WorkerStore for PostgresStore {
             ClaimEnd::Stored(result) => {
                 let (stored, _client) =
                     one_statement!(self, |c| queries::complete(c, claim, result, now))?;
-                return Ok(self.stored(claim, stored).into());
+                return self.stored(claim, stored).await.map(Finished::from);
             }
             ClaimEnd::RetryLater { busy_since, at } => transaction!(self, |tx| {
                 queries::retry_later(&tx, &self.channel, claim, busy_since, at, now)
             })?,
             ClaimEnd::Released => {
-                transaction!(self, |tx| queries::release(&tx, &self.channel, claim, now))?
+                if transaction!(self, |tx| queries::release(&tx, &self.channel, claim, now))? {
+                    return Ok(Completion::Pending.into());
+                }
+                // A release follows no fetch (or one the runner gave up), so a lost claim
+                // causes no second fetch: stale, not lost.
+                return Ok(Completion::Stale.into());
             }
         };
         Ok(if ended {
             Completion::Pending
         } else {
-            Completion::Stale
+            self.refused(claim).await?
         }
         .into())
     }

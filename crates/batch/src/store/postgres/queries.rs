@@ -402,6 +402,7 @@ fn claim_ctes(p: &ClaimParams) -> String {
          claimed AS (
              UPDATE jobs AS cj SET in_flight = pick.token,
                  lease_until = {SERVER_NOW} + {lease}, rescue = FALSE, retry_at = NULL,
+                 settled = CASE WHEN pick.rescued THEN cj.in_flight ELSE cj.settled END,
                  status = 'running',
                  updated = CASE WHEN pick.started THEN {now} ELSE cj.updated END
              FROM minted AS pick{relaxed_from}
@@ -515,7 +516,7 @@ async fn end_claim(
     let row = query_opt(
         tx,
         "UPDATE jobs SET in_flight = NULL, lease_until = NULL, retry_at = $3,
-             busy_since = COALESCE($4, busy_since),
+             busy_since = COALESCE($4, busy_since), settled = $2,
              touch_seq = CASE WHEN status IN ('queued', 'running') THEN touch_seq
                               ELSE nextval('touches') END,
              touched = CASE WHEN status IN ('queued', 'running') THEN touched ELSE $5 END
@@ -583,7 +584,7 @@ fn store_ctes() -> &'static str {
          WHERE id = $1 AND in_flight = $2
          RETURNING id, status, next, total, done, failed, created),
      t AS (
-         UPDATE targets SET state = $7, output = $8, error = $9, hint = $10
+         UPDATE targets SET state = $7, output = $8, error = $9, hint = $10, stored_by = $2
          FROM j WHERE targets.job = j.id AND targets.idx = j.next - 1
          RETURNING 1)"
         )
@@ -783,6 +784,41 @@ pub(super) async fn complete_and_claim<C: GenericClient>(
         .ok_or_else(|| PostgresError::InvalidRow("the store-and-claim answered no row".into()))?;
     let stored = stored_from_row(&row, 0, claim, &args)?;
     Ok((stored, claimed_from_row(&row, STORE_WIDTH)?))
+}
+
+/// Whether a claim whose finish was refused by its token was *lost*: undone by a server
+/// crash (its claim committed without waiting for the disk), so its target is fetched again,
+/// or was already, by a claim that could not know it was a second fetch.
+///
+/// Refused claims that were not lost, and why each is told apart:
+/// - its lease lapsed and a rescue took it over (the rescue reported it), or it ended already
+///   without a result (a busy retry or a release, in an earlier try whose answer a dropped
+///   connection lost): the job's `settled` holds its token, or a newer one if a later claim
+///   of the job settled since (tokens grow, so `settled` only grows);
+/// - it stored its target in an earlier try whose answer a dropped connection lost: the
+///   target's `stored_by` is its token;
+/// - its job ended without the target (a cancel) or was evicted: nothing fetches the target
+///   again.
+///
+/// What it cannot see: a lost claim whose job's next claim (a fresh one) settled before the
+/// lost claim's holder finished, and a token a crash made the server hand out twice (a
+/// sequence's values since its last write to disk may come again).
+pub(super) async fn lost<C: GenericClient>(client: &C, claim: &Claim) -> Result<bool> {
+    let row = query_opt_on(
+        client,
+        "SELECT (j.settled IS NULL OR j.settled < $2)
+                AND t.stored_by IS DISTINCT FROM $2
+                AND (j.status IN ('queued', 'running') OR t.state <> 'pending')
+         FROM jobs AS j JOIN targets AS t ON t.job = j.id AND t.idx = $3
+         WHERE j.id = $1",
+        &[
+            &(claim.job.get() as i64),
+            &(claim.token as i64),
+            &(claim.index as i32),
+        ],
+    )
+    .await?;
+    Ok(row.is_some_and(|row| row.get(0)))
 }
 
 /// Lets the running transaction commit without waiting for its commit record to reach the

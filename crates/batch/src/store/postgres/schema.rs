@@ -124,6 +124,15 @@ pub(super) const MIGRATIONS: &[&str] = &[
     DROP INDEX jobs_claimable;
     CREATE INDEX jobs_claimable ON jobs (id) WHERE status IN ('queued', 'running');
     ",
+    // Version 6: what tells a claim lost in a server crash from one that ended or that a
+    // rescue took over (`queries::lost`). `settled` is the newest token of the job whose claim
+    // ended without a result or was taken over; `stored_by` the token of the claim that stored
+    // the target. Neither is indexed, so claims and stores stay HOT updates; replicas of the
+    // previous release leave both unset, which only makes a lost claim of theirs uncounted.
+    "
+    ALTER TABLE jobs ADD COLUMN settled BIGINT;
+    ALTER TABLE targets ADD COLUMN stored_by BIGINT;
+    ",
 ];
 
 /// The schema version this crate writes.

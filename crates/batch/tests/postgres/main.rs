@@ -18,8 +18,10 @@ mod suite;
 
 mod connections;
 mod crash;
+mod deadline;
 mod durable;
 mod leases;
+mod proxy;
 mod schema;
 mod settings;
 mod shared;

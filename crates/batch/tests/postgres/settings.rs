@@ -60,6 +60,8 @@ fn bad_options() -> Vec<(&'static str, PostgresOptions)> {
             "pool_wait_timeout MAX",
             o().pool_wait_timeout(Duration::MAX),
         ),
+        ("call_timeout 0", o().call_timeout(Duration::ZERO)),
+        ("call_timeout MAX", o().call_timeout(Duration::MAX)),
     ]
 }
 
@@ -157,6 +159,8 @@ fn settings_at_their_bounds_are_accepted() {
         o().tcp_keepalive(s(1)),
         o().tcp_keepalive(s(2 * 3600)),
         o().pool_wait_timeout(ms(1)),
+        o().call_timeout(ms(1)),
+        o().call_timeout(s(3600)),
         o().schema("_"),
         o().schema("a234567890123456789012345678901234567890"),
     ];

@@ -6,6 +6,27 @@
 //! connector (deadpool boxes it), so the choice stays a runtime value and no public type grows
 //! a type parameter. [`Connections`] hands out the pool's connections to the store's calls and
 //! to its notifier.
+//!
+//! # Every call has a deadline
+//!
+//! Keepalive cannot see a server that stopped (SIGSTOP, a frozen VM) or a path that stopped
+//! forwarding while the peer's kernel still answers, and a transaction has no end of its own.
+//! So each store call runs within [`Connections::call_timeout`]
+//! ([`PostgresOptions::call_timeout`](super::PostgresOptions::call_timeout)), from taking a
+//! pooled connection to its commit's answer (the store's `transaction!` and `one_statement!`
+//! macros, and the notifier's sends). A call past it:
+//!
+//! 1. answers [`PostgresError::Unavailable`], which the runner retries as it does a dropped
+//!    connection (a claim stays out, a result is stored later, never twice: the token fences);
+//! 2. takes its connection out of the pool ([`Connections::abandon`]): it may still be inside
+//!    a statement, and is never handed to another call;
+//! 3. asks the server, on a connection of its own and within the connect timeout, to cancel
+//!    what that connection runs (a cancel request), so a live but slow server stops the work
+//!    and rolls the transaction back. A frozen server gets nothing; the abandoned connection
+//!    ends when the server answers again or the kernel gives up on it.
+//!
+//! The server enforces the same bound itself (`statement_timeout`, set on every connection of
+//! the store: `options.rs`), for a client that stops mid-statement.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -31,16 +52,64 @@ pub(super) struct Connections {
     per_call: Option<Arc<str>>,
     /// The longest wait for a connection of such a pool (ours has deadpool's own timeouts).
     get_timeout: Option<Duration>,
+    /// The longest one call may take (the module's "Every call has a deadline").
+    call_timeout: Duration,
+    /// How a cancel request reaches the server, and how long it may take.
+    connector: Connector,
+    cancel_timeout: Duration,
 }
 
 impl Connections {
-    /// Connections of the store's own pool (`per_call` `None`) or of an application's.
-    pub(super) fn new(pool: Pool, per_call: Option<String>, get_timeout: Option<Duration>) -> Self {
+    /// Connections of the store's own pool (`per_call` `None`) or of an application's, whose
+    /// calls each end within `call_timeout`; a cancel request goes through `connector` within
+    /// `cancel_timeout`.
+    pub(super) fn new(
+        pool: Pool,
+        per_call: Option<String>,
+        get_timeout: Option<Duration>,
+        call_timeout: Duration,
+        connector: Connector,
+        cancel_timeout: Duration,
+    ) -> Self {
         Self {
             pool,
             per_call: per_call.map(Arc::from),
             get_timeout,
+            call_timeout,
+            connector,
+            cancel_timeout,
         }
+    }
+
+    /// The longest one store call may take.
+    pub(super) fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// Gives up on `client`, whose call missed its deadline (steps 2 and 3 of the module's
+    /// "Every call has a deadline"), and answers the call's error.
+    pub(super) fn abandon(&self, client: Object) -> PostgresError {
+        let cancel = client.cancel_token();
+        // Out of the pool for good: the connection may be inside a statement.
+        drop(Object::take(client));
+        let (connector, timeout) = (self.connector.clone(), self.cancel_timeout);
+        tokio::spawn(async move {
+            let cancelled = tokio::time::timeout(timeout, connector.cancel(&cancel)).await;
+            if !matches!(cancelled, Ok(Ok(()))) {
+                tracing::debug!(
+                    "batch postgres store: the cancel request did not reach the server"
+                );
+            }
+        });
+        tracing::warn!(
+            call_timeout = ?self.call_timeout,
+            "batch postgres store: a call missed its deadline; its connection is abandoned"
+        );
+        PostgresError::Unavailable(format!(
+            "the call did not finish within call_timeout ({:?}); its connection was dropped \
+             and the server asked to cancel it",
+            self.call_timeout
+        ))
     }
 
     /// Whether a one-statement call may run in autocommit: on the store's own pool, whose
@@ -112,6 +181,18 @@ impl Connector {
             Self::Plain => open_with(config, NoTls, timeout).await,
             #[cfg(feature = "postgres-tls")]
             Self::Rustls(tls) => open_with(config, tls.clone(), timeout).await,
+        }
+    }
+
+    /// Sends a cancel request for what `token`'s connection runs.
+    async fn cancel(
+        &self,
+        token: &tokio_postgres::CancelToken,
+    ) -> Result<(), tokio_postgres::Error> {
+        match self {
+            Self::Plain => token.cancel_query(NoTls).await,
+            #[cfg(feature = "postgres-tls")]
+            Self::Rustls(tls) => token.cancel_query(tls.clone()).await,
         }
     }
 

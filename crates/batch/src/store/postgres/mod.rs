@@ -167,12 +167,15 @@ impl PostgresStore {
             pool,
             foreign_pool.then(|| {
                 let mut per_call = format!("SET LOCAL search_path TO \"{schema}\"");
-                for (name, value) in options::PLANNER_SETTINGS {
-                    per_call += &format!("; SET LOCAL {name} TO {value}");
+                for (name, value) in options.settings() {
+                    per_call += &format!("; SET LOCAL {name} TO '{value}'");
                 }
                 per_call
             }),
             foreign_pool.then(|| options.get_timeout()),
+            options.call(),
+            connector.clone(),
+            options.open_timeout(),
         );
         Self {
             notifier: notifier::Notifier::new(
@@ -265,23 +268,36 @@ impl PostgresStore {
     /// The database could not be read.
     pub async fn live_jobs(&self) -> Result<usize, PostgresError> {
         let mut client = self.client().await?;
-        let tx = self.begin(&mut client).await?;
-        let live = queries::live_jobs(&tx).await?;
-        tx.commit().await?;
-        Ok(live)
+        let within = tokio::time::timeout(self.connections.call_timeout(), async {
+            let tx = self.begin(&mut client).await?;
+            let live = queries::live_jobs(&tx).await?;
+            tx.commit().await?;
+            Ok(live)
+        })
+        .await;
+        within.unwrap_or_else(|_| Err(self.connections.abandon(client)))
     }
 }
 
 /// Runs `$body` (which uses the open transaction `$tx`) on a pooled connection, committing
-/// only if it succeeds; a dropped call rolls back.
+/// only if it succeeds; a dropped call rolls back. Within the call deadline, or the
+/// connection is abandoned (`connect.rs`, "Every call has a deadline").
 macro_rules! transaction {
     ($store:expr, |$tx:ident| $body:expr) => {{
         let call = async {
             let mut client = $store.client().await?;
-            let $tx: Transaction<'_> = $store.begin(&mut client).await?;
-            let value = $body.await?;
-            $tx.commit().await?;
-            Ok::<_, PostgresError>(value)
+            let deadline = $store.connections.call_timeout();
+            let within = tokio::time::timeout(deadline, async {
+                let $tx: Transaction<'_> = $store.begin(&mut client).await?;
+                let value = $body.await?;
+                $tx.commit().await?;
+                Ok::<_, PostgresError>(value)
+            })
+            .await;
+            match within {
+                Ok(result) => result,
+                Err(_) => Err($store.connections.abandon(client)),
+            }
         };
         call.await.map_err(StoreError::from)
     }};
@@ -290,24 +306,31 @@ macro_rules! transaction {
 /// Runs `$body`, a call that is one SQL statement, on a pooled connection `$c`: on the
 /// store's own pool in autocommit (one round trip: the statement is its own transaction), on
 /// an application's pool inside a transaction that sets `search_path` and the planner
-/// setting first.
+/// setting first. Within the call deadline, as `transaction!`.
 macro_rules! one_statement {
     ($store:expr, |$c:ident| $body:expr) => {{
         let call = async {
             let mut client = $store.client().await?;
-            let value = if $store.connections.autocommit() {
-                let $c = &client;
-                $body.await?
-            } else {
-                let tx: Transaction<'_> = $store.begin(&mut client).await?;
-                let value = {
-                    let $c = &tx;
-                    $body.await?
-                };
-                tx.commit().await?;
-                value
-            };
-            Ok::<_, PostgresError>((value, client))
+            let deadline = $store.connections.call_timeout();
+            let within = tokio::time::timeout(deadline, async {
+                if $store.connections.autocommit() {
+                    let $c = &client;
+                    Ok::<_, PostgresError>($body.await?)
+                } else {
+                    let tx: Transaction<'_> = $store.begin(&mut client).await?;
+                    let value = {
+                        let $c = &tx;
+                        $body.await?
+                    };
+                    tx.commit().await?;
+                    Ok(value)
+                }
+            })
+            .await;
+            match within {
+                Ok(value) => Ok::<_, PostgresError>((value?, client)),
+                Err(_) => Err($store.connections.abandon(client)),
+            }
         };
         call.await.map_err(StoreError::from)
     }};
@@ -463,11 +486,16 @@ impl CallerStore for PostgresStore {
             // reading taken meanwhile may not include it).
             self.stored_total.forget();
             let mut client = self.client().await?;
-            let tx = self.begin(&mut client).await?;
-            let submitted = queries::submit(&tx, &self.channel, job).await?;
-            tx.commit().await.map_err(PostgresError::from)?;
+            let within = tokio::time::timeout(self.connections.call_timeout(), async {
+                let tx = self.begin(&mut client).await?;
+                let submitted = queries::submit(&tx, &self.channel, job).await?;
+                tx.commit().await.map_err(PostgresError::from)?;
+                Ok(submitted)
+            })
+            .await;
+            let submitted = within.unwrap_or_else(|_| Err(self.connections.abandon(client).into()));
             self.stored_total.forget();
-            Ok(submitted)
+            submitted
         })
     }
 

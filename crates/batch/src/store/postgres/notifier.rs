@@ -175,11 +175,15 @@ async fn send(
     payloads: &[String],
 ) -> Result<(), PostgresError> {
     let mut client = connections.client().await?;
-    if connections.autocommit() {
-        return queries::send_notes(&client, channel, payloads).await;
-    }
-    let tx = connections.begin(&mut client).await?;
-    queries::send_notes(&tx, channel, payloads).await?;
-    tx.commit().await?;
-    Ok(())
+    let within = tokio::time::timeout(connections.call_timeout(), async {
+        if connections.autocommit() {
+            return queries::send_notes(&client, channel, payloads).await;
+        }
+        let tx = connections.begin(&mut client).await?;
+        queries::send_notes(&tx, channel, payloads).await?;
+        tx.commit().await?;
+        Ok(())
+    })
+    .await;
+    within.unwrap_or_else(|_| Err(connections.abandon(client)))
 }

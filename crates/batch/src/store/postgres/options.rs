@@ -63,6 +63,7 @@ pub struct PostgresOptions {
     connect_timeout: Duration,
     tcp_keepalive: Duration,
     pool_wait_timeout: Duration,
+    call_timeout: Duration,
     #[cfg(feature = "postgres-tls")]
     tls: Option<super::tls::Tls>,
 }
@@ -78,6 +79,7 @@ impl Default for PostgresOptions {
             connect_timeout: Duration::from_secs(10),
             tcp_keepalive: Duration::from_secs(60),
             pool_wait_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(30),
             #[cfg(feature = "postgres-tls")]
             tls: None,
         }
@@ -170,6 +172,25 @@ impl PostgresOptions {
     #[must_use]
     pub fn pool_wait_timeout(mut self, timeout: Duration) -> Self {
         self.pool_wait_timeout = timeout;
+        self
+    }
+
+    /// The longest one store call may take, from taking a pooled connection to its commit's
+    /// answer (default 30 s, from 1 ms to 1 h). Past it the call is
+    /// [`StoreError::Unavailable`](crate::StoreError::Unavailable) and the runner tries it
+    /// again, as it does after a dropped connection; the connection is dropped (never reused)
+    /// and the server is asked to cancel what it ran (a cancel request). This is what ends a
+    /// call to a server that stopped answering while its kernel still keeps the connection
+    /// up (a stopped process, a frozen machine or network path), which keepalive cannot see.
+    ///
+    /// The server is told the same bound as its `statement_timeout` on every connection of
+    /// the store (replacing one in the URL's `options`), so a statement is cancelled there too
+    /// if the client stops waiting; migrations run without it. Give it room above the slowest
+    /// call the store makes under load: a store's commit waits for the disk, and `status` of a
+    /// big job reads every target.
+    #[must_use]
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
         self
     }
 
@@ -380,6 +401,23 @@ impl PostgresOptions {
         self.connect_timeout
     }
 
+    pub(super) fn call(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// The settings every connection of the store runs with, as (name, value): the planner's
+    /// ([`PLANNER_SETTINGS`]) and the server's side of the call deadline.
+    pub(super) fn settings(&self) -> impl Iterator<Item = (&'static str, String)> {
+        let deadline = (
+            "statement_timeout",
+            format!("{}ms", self.call_timeout.as_millis()),
+        );
+        PLANNER_SETTINGS
+            .iter()
+            .map(|(name, value)| (*name, (*value).to_owned()))
+            .chain(std::iter::once(deadline))
+    }
+
     /// The longest a call may wait for a connection of a pool it did not build.
     pub(super) fn get_timeout(&self) -> Duration {
         self.pool_wait_timeout
@@ -406,7 +444,7 @@ impl PostgresOptions {
             ));
         }
         let mut settings = format!("-c search_path=\"{}\"", self.schema);
-        for (name, value) in PLANNER_SETTINGS {
+        for (name, value) in self.settings() {
             settings += &format!(" -c {name}={value}");
         }
         let options = match config.get_options() {
@@ -457,6 +495,7 @@ impl PostgresOptions {
             ("connect_timeout", self.connect_timeout, &TIMEOUT),
             ("tcp_keepalive", self.tcp_keepalive, &KEEPALIVE),
             ("pool_wait_timeout", self.pool_wait_timeout, &TIMEOUT),
+            ("call_timeout", self.call_timeout, &TIMEOUT),
         ];
         for (name, value, bounds) in durations {
             if !bounds.contains(&value) {
@@ -506,7 +545,7 @@ mod tests {
             prepared.get_options(),
             Some(
                 "-c statement_timeout=5s -c search_path=\"jobs_a\" -c enable_bitmapscan=off \
-                 -c plan_cache_mode=force_generic_plan"
+                 -c plan_cache_mode=force_generic_plan -c statement_timeout=30000ms"
             )
         );
     }

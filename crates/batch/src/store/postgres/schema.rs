@@ -148,8 +148,11 @@ pub(super) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Pos
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await?;
     // Quoted: a valid name may still be a reserved word (`select`).
+    // A migration may take longer than a store call: the connection's statement_timeout
+    // (the call deadline) does not apply to it.
     tx.batch_execute(&format!(
-        "CREATE SCHEMA IF NOT EXISTS \"{schema}\";
+        "SET LOCAL statement_timeout TO 0;
+         CREATE SCHEMA IF NOT EXISTS \"{schema}\";
          SET LOCAL search_path TO \"{schema}\";
          CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);"
     ))

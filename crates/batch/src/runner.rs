@@ -370,8 +370,13 @@ where
 
     /// Stops: cancels the fetch token, wakes every worker, and waits for all of them. Targets
     /// in flight finish first (a fetch that honours its token returns soon); a result that is
-    /// an error is not stored and its target stays pending in the store. Later calls of
-    /// `submit` answer [`SubmitError::Closed`]; `status`, `touch` and `cancel` keep working.
+    /// an error is not stored and its target stays pending in the store.
+    ///
+    /// Every call made after it answers at once: `submit` and `submit_keyed` with
+    /// [`SubmitError::Closed`]; `wait` and `watch` of a live job with [`StatusError::Closed`]
+    /// (nothing would report its changes), of an ended one with its final state; `status`,
+    /// `summary`, `jobs`, `touch` and `cancel` from the store, which still holds the jobs (a
+    /// cancel still cancels, so the next runner over a durable store does not run the job).
     /// Safe to call twice, and from several tasks.
     ///
     /// # Cancel safety

@@ -1,6 +1,7 @@
 //! Every call of the runner's API racing `close` on a multi-threaded runtime: each answers
 //! (none waits forever), and what it answers is one of the answers the docs allow for a
-//! call made before or after the close. Shrinks under `TEST_SCALE=small` (TSan).
+//! call made before or after the close (`Runner::close`). Shrinks under `TEST_SCALE=small`
+//! (TSan).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,9 +34,26 @@ enum Call {
     Wait,
     Watch,
     Status,
+    Summary,
+    Jobs,
+    Touch,
     Submit,
+    SubmitKeyed,
     Cancel,
 }
+
+/// Every call, for the race to pick from.
+const CALLS: [Call; 9] = [
+    Call::Wait,
+    Call::Watch,
+    Call::Status,
+    Call::Summary,
+    Call::Jobs,
+    Call::Touch,
+    Call::Submit,
+    Call::SubmitKeyed,
+    Call::Cancel,
+];
 
 async fn call(runner: &Runner<u64, u64>, call: Call, caller: &Caller, id: JobId, task: u64) {
     match call {
@@ -50,14 +68,33 @@ async fn call(runner: &Runner<u64, u64>, call: Call, caller: &Caller, id: JobId,
             Err(StatusError::Closed) => {}
             Err(other) => panic!("watch: {other:?}"),
         },
+        // The reads, a touch and a cancel are the store's to answer, before and after close
+        // (`Runner::close`): the job's state as the store holds it.
         Call::Status => {
             runner.status(caller, id).await.expect("status");
+        }
+        Call::Summary => {
+            runner.summary(caller, id).await.expect("summary");
+        }
+        Call::Jobs => {
+            let jobs = runner.jobs(caller).await.expect("jobs");
+            assert!(jobs.iter().any(|job| job.id == id));
+        }
+        Call::Touch => {
+            assert!(runner.touch(caller, id).await.expect("touch"));
         }
         Call::Submit => {
             let other = Caller::new(format!("late {task}"));
             match runner.submit(&other, &[1]).await {
                 Ok(_) | Err(SubmitError::Closed) => {}
                 Err(other) => panic!("submit: {other:?}"),
+            }
+        }
+        Call::SubmitKeyed => {
+            let other = Caller::new(format!("late keyed {task}"));
+            match runner.submit_keyed(&other, "key", &[1]).await {
+                Ok(_) | Err(SubmitError::Closed) => {}
+                Err(other) => panic!("submit_keyed: {other:?}"),
             }
         }
         Call::Cancel => {
@@ -93,13 +130,7 @@ async fn every_call_racing_close_answers() {
             .unwrap();
         let mut tasks = Vec::new();
         for task in 0..6 {
-            let which = [
-                Call::Wait,
-                Call::Watch,
-                Call::Status,
-                Call::Submit,
-                Call::Cancel,
-            ][rng.below(5) as usize];
+            let which = CALLS[rng.below(CALLS.len() as u64) as usize];
             let delay = rng.below(20);
             let (runner, ann) = (Arc::clone(&runner), ann.clone());
             tasks.push(tokio::spawn(async move {
@@ -125,13 +156,22 @@ async fn every_call_racing_close_answers() {
                 .unwrap_or_else(|_| panic!("a call never answered (seed {seed}, round {round})"))
                 .unwrap_or_else(|panic| panic!("{panic} (seed {seed}, round {round})"));
         }
-        // After close, a live job's wait and watch answer at once.
+        // After close, a live job's wait and watch answer at once, and so does every submit.
         if runner.status(&ann, id).await.unwrap().status.is_live() {
             let waited = tokio::time::timeout(PATIENCE, runner.wait(&ann, id)).await;
             assert!(
                 matches!(waited, Ok(Err(StatusError::Closed))),
                 "seed {seed}"
             );
+            let watched = tokio::time::timeout(PATIENCE, runner.watch(&ann, id)).await;
+            assert!(
+                matches!(watched, Ok(Err(StatusError::Closed))),
+                "seed {seed}"
+            );
         }
+        let late = runner.submit(&Caller::new("after close"), &[1]).await;
+        assert!(matches!(late, Err(SubmitError::Closed)), "seed {seed}");
+        let late = runner.submit_keyed(&ann, "late", &[1]).await;
+        assert!(matches!(late, Err(SubmitError::Closed)), "seed {seed}");
     }
 }

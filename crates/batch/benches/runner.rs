@@ -15,6 +15,10 @@
 //! metrics per target. `cargo bench -p lockgate-batch --bench runner --features metrics --
 //! batch_runner_memory_store`.
 //!
+//! The `current_thread` group also runs the batch under a `tracing` subscriber listening at
+//! INFO (`…_traced`), so each fetch's `batch.fetch` span is built, entered and left: the
+//! spans' cost per target, against the same run without a listener.
+//!
 //! The `multi_thread_2_loaded` group runs the multi-thread case again beside one busy-looping
 //! thread per core: the workers and the runtime's threads wake each other, and a design that
 //! wins only on an idle machine shows it there.
@@ -174,6 +178,22 @@ fn group_of(
                     // What a scrape does first: fold the histogram samples recorded since the
                     // last one (they pile up otherwise).
                     handle.run_upkeep();
+                });
+            });
+        }
+        if name == "current_thread" {
+            // The same run with a subscriber that listens at INFO, so every `batch.fetch` span
+            // is built, entered and left: the spans' cost per target. (The default subscriber
+            // is a thread's, and this runtime runs every task on the bench's thread.)
+            group.bench_function("batch_runner_memory_store_4_workers_traced", |b| {
+                b.iter(|| {
+                    let subscriber = tracing_subscriber::fmt()
+                        .with_writer(std::io::sink)
+                        .with_max_level(tracing::Level::INFO)
+                        .finish();
+                    tracing::subscriber::with_default(subscriber, || {
+                        rt.block_on(run_batch(MemoryStore::new(), callers, targets));
+                    });
                 });
             });
         }

@@ -10,6 +10,7 @@ use lockgate_panicguard::FutureExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::fetch::{Fetch, FetchContext, FetchError};
 use crate::hooks::RescueEvent;
@@ -131,9 +132,18 @@ where
         None => token.clone(),
     };
     let ctx = FetchContext::new(claim.job, claim.index, claim.caller.clone(), token.clone());
+    // The fetch's own logs carry its job and target: the user's code runs inside this span,
+    // its synchronous part and every poll of its future. Without a subscriber that listens,
+    // the span is disabled at its callsite and costs a cached check.
+    let span = tracing::info_span!(
+        "batch.fetch",
+        job = %claim.job,
+        index = claim.index,
+        caller = %claim.caller,
+    );
     let fetched = async {
-        match lockgate_panicguard::catch(|| fetch.fetch(ctx, target)) {
-            Ok(future) => future.catch_panic().await,
+        match span.in_scope(|| lockgate_panicguard::catch(|| fetch.fetch(ctx, target))) {
+            Ok(future) => future.catch_panic().instrument(span).await,
             Err(panic) => Err(panic),
         }
     };

@@ -29,6 +29,7 @@ mod memory_store_leased;
 mod metrics;
 mod rotation;
 mod runner_api;
+mod spans;
 mod store_api;
 mod store_errors;
 mod store_eviction;

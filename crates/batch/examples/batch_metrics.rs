@@ -1,6 +1,6 @@
 //! Runs a small batch with `MetricsHooks` and prints what a Prometheus scrape would read.
 //!
-//! Run: `cargo run -p lockgate-batch --example metrics --features metrics`.
+//! Run: `cargo run -p lockgate-batch --example batch_metrics --features metrics`.
 //!
 //! A service would serve `handle.render()` on its `/metrics` route; this example installs the
 //! recorder without an HTTP listener and prints the text once the jobs have ended.

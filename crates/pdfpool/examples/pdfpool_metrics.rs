@@ -3,7 +3,7 @@
 //! `/metrics` endpoint would serve. The clock is paused, so it runs at once and the durations
 //! are exact.
 //!
-//! Run with `cargo run -p lockgate-pdfpool --example metrics --features metrics`.
+//! Run with `cargo run -p lockgate-pdfpool --example pdfpool_metrics --features metrics`.
 
 use std::time::Duration;
 

@@ -53,7 +53,7 @@ const QUEUED: &str = "lockgate_pdfpool_jobs_queued";
 /// # Examples
 ///
 /// Counting in a test recorder; a service installs its exporter instead (see
-/// `examples/metrics.rs`), and may wrap its own hooks with [`wrap`](MetricsHooks::wrap).
+/// `examples/pdfpool_metrics.rs`), and may wrap its own hooks with [`wrap`](MetricsHooks::wrap).
 ///
 /// ```
 /// use std::time::Duration;

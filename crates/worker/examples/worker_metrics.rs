@@ -2,7 +2,7 @@
 //! one panicking task), then the text a `/metrics` endpoint would serve, recorded just before
 //! the scrape as a service's handler would.
 //!
-//! Run with `cargo run -p lockgate-worker --example metrics --features metrics`.
+//! Run with `cargo run -p lockgate-worker --example worker_metrics --features metrics`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

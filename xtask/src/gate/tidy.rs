@@ -1,12 +1,15 @@
 //! The gate step `tidy`: the repository's text agrees with its files.
 //!
-//! Four checks, each failure named by file and line:
+//! Five checks, each failure named by file and line:
 //! - [`paths`]: every repository path the Markdown files and the Rust doc comments mention
 //!   exists, and a `:N` or `:N-M` line suffix is within the file;
 //! - [`modules`]: every `.rs` file of a package is reached by `mod` declarations from a
 //!   target root, so no file is silently left out of the build;
 //! - [`stamps`]: a doc section stamped with the hash of the file it describes still matches
 //!   that file (`cargo xtask tidy --restamp` rewrites the stamps after a re-read);
+//! - [`snippets`]: every Rust snippet of the Markdown files is compiled as a doc test, every
+//!   TOML snippet names packages the workspace has, and no two packages share an example
+//!   name;
 //! - rustdoc with `-D warnings`, which fails on a broken intra-doc link (and on every other
 //!   rustdoc warning). This is the gate's only `cargo doc` run.
 //!
@@ -14,6 +17,7 @@
 
 mod modules;
 mod paths;
+mod snippets;
 mod stamps;
 
 #[cfg(test)]
@@ -86,7 +90,8 @@ pub(crate) fn run(root: &Path) -> Outcome {
                 .err()
                 .map_or_else(String::new, |why| format!("; and {why}"));
             Outcome::Failed(format!(
-                "{n} stale path(s), unreached file(s) or stale stamp(s), listed above{also}"
+                "{n} finding(s) (stale paths, unreached files, stale stamps, snippets), listed \
+                 above{also}"
             ))
         }
     }
@@ -98,6 +103,7 @@ pub(crate) fn check(root: &Path) -> Vec<Finding> {
     let mut findings = paths::check(root, &files);
     findings.extend(modules::check(root, &files));
     findings.extend(stamps::check(root, &files));
+    findings.extend(snippets::check(root, &files));
     findings
 }
 
@@ -136,6 +142,41 @@ pub(crate) fn files(root: &Path) -> Vec<PathBuf> {
     }
     found.sort();
     found
+}
+
+/// A Markdown file a `.rs` file includes with `include_str!`, and whether only doc tests
+/// see it (`#![cfg_attr(doctest, doc = include_str!(…))]`: compiled, never published).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Included {
+    pub(crate) path: PathBuf,
+    pub(crate) doctest_only: bool,
+}
+
+/// The Markdown files the `.rs` files include (`include_str!("…md")`), resolved from each
+/// including file's folder.
+pub(crate) fn included_markdown(root: &Path, files: &[PathBuf]) -> Vec<Included> {
+    let mut included = Vec::new();
+    for file in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"))
+    {
+        let Ok(text) = std::fs::read_to_string(root.join(file)) else {
+            continue;
+        };
+        let dir = file.parent().unwrap_or(Path::new(""));
+        for line in text.lines() {
+            for piece in line.split("include_str!(\"").skip(1) {
+                if let Some(name) = piece.split('"').next()
+                    && name.ends_with(".md")
+                    && let Some(path) = normalize(&dir.join(name))
+                {
+                    let doctest_only = line.contains("cfg_attr(doctest");
+                    included.push(Included { path, doctest_only });
+                }
+            }
+        }
+    }
+    included
 }
 
 /// `path` with `.` and `..` resolved lexically; `None` if it climbs above its start.

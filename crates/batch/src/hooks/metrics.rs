@@ -72,7 +72,7 @@ const TERMINAL: [(JobStatus, &str); 4] = [
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// // With no recorder installed the metrics go nowhere; a service installs one at start-up
-/// // (see `examples/metrics.rs` for Prometheus).
+/// // (see `examples/batch_metrics.rs` for Prometheus).
 /// let hooks = Arc::new(MetricsHooks::with_labels(&[("runner", "pages")]));
 /// let store = Arc::new(MemoryStore::new());
 /// let fetch = |_ctx: FetchContext, page: u32| async move { Ok::<u32, FetchError>(page * 2) };

@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use super::stamps::is_stamp_line;
-use super::{Finding, normalize};
+use super::{Finding, included_markdown, normalize};
 
 /// Where a path in prose must start to be read as a path into this repository.
 pub(crate) const ROOTS: &[&str] = &["crates/", "docs/", "xtask/", "bench/"];
@@ -35,7 +35,12 @@ struct Mention {
 
 /// Checks the mentions of every Markdown and Rust file in `files`.
 pub(crate) fn check(root: &Path, files: &[PathBuf]) -> Vec<Finding> {
-    let included = included_markdown(root, files);
+    // Crate docs only: a file only doc tests include is never rendered by rustdoc.
+    let included: Vec<PathBuf> = included_markdown(root, files)
+        .into_iter()
+        .filter(|included| !included.doctest_only)
+        .map(|included| included.path)
+        .collect();
     let mut findings = Vec::new();
     for file in files {
         let markdown = match file.extension().and_then(|e| e.to_str()) {
@@ -87,29 +92,6 @@ pub(crate) fn check(root: &Path, files: &[PathBuf]) -> Vec<Finding> {
         }
     }
     findings
-}
-
-/// The Markdown files some `.rs` file includes into its docs (`include_str!("…md")`).
-fn included_markdown(root: &Path, files: &[PathBuf]) -> Vec<PathBuf> {
-    let mut included = Vec::new();
-    for file in files
-        .iter()
-        .filter(|f| f.extension().is_some_and(|e| e == "rs"))
-    {
-        let Ok(text) = std::fs::read_to_string(root.join(file)) else {
-            continue;
-        };
-        let dir = file.parent().unwrap_or(Path::new(""));
-        for piece in text.split("include_str!(\"").skip(1) {
-            if let Some(name) = piece.split('"').next()
-                && name.ends_with(".md")
-                && let Some(path) = normalize(&dir.join(name))
-            {
-                included.push(path);
-            }
-        }
-    }
-    included
 }
 
 fn is_doc_comment(line: &str) -> bool {

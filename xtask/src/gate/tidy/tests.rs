@@ -265,3 +265,77 @@ fn a_stamp_naming_a_missing_file_fails_and_is_not_restamped() {
     let unchanged = std::fs::read_to_string(tree.0.join("docs/notes.md")).unwrap();
     assert_eq!(unchanged, notes);
 }
+
+#[test]
+fn a_rust_snippet_no_doc_test_compiles_fails_until_its_file_is_included() {
+    let notes = "# Notes\n\n```rust\nlet x = 1;\n```\n\n```rust,ignore\nnot code\n```\n\n```text\nplain\n```\n";
+    let bad = crate_with("snippets-rust-bad", &[("docs/notes.md", notes)]);
+    assert_eq!(
+        bad.findings(),
+        [
+            "docs/notes.md:3: a Rust snippet no doc test compiles: include this file in a crate's docs (`#![doc = include_str!(…)]`), or mark the block `ignore`"
+        ]
+    );
+    let lib = "//! A.\n#![cfg_attr(doctest, doc = include_str!(\"../../../docs/notes.md\"))]\n\npub fn f() {}\n";
+    let good = crate_with(
+        "snippets-rust-good",
+        &[("docs/notes.md", notes), ("crates/a/src/lib.rs", lib)],
+    );
+    assert_eq!(good.findings(), Vec::<String>::new());
+}
+
+#[test]
+fn a_toml_snippet_naming_a_package_the_workspace_lacks_fails() {
+    let readme = |deps: &str| {
+        format!("# A\n\n```toml\n[package]\nname = \"app\"\n\n[dependencies]\n{deps}\n```\n")
+    };
+    let bad = crate_with(
+        "snippets-toml-bad",
+        &[(
+            "docs/use.md",
+            &readme(
+                "tokio = \"1\"\nlockgate-b = \"0.1\"\nmine = { package = \"lockgate-c\", version = \"0.1\" }\na = \"0.1\"",
+            ),
+        )],
+    );
+    assert_eq!(
+        bad.findings(),
+        [
+            "docs/use.md:9: the snippet depends on `lockgate-b`, which is not a package of this workspace (they are: )",
+            "docs/use.md:10: the snippet depends on `lockgate-c`, which is not a package of this workspace (they are: )",
+        ]
+    );
+    let good = crate_with(
+        "snippets-toml-good",
+        &[(
+            "docs/use.md",
+            &readme("tokio = \"1\"\na = { version = \"0.1\" }"),
+        )],
+    );
+    assert_eq!(good.findings(), Vec::<String>::new());
+}
+
+#[test]
+fn two_packages_with_an_example_of_one_name_fail() {
+    let b_manifest = "[package]\nname = \"b\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\n[[example]]\nname = \"demo\"\n";
+    let files = |b_example: &'static str| {
+        vec![
+            ("crates/a/examples/demo.rs", "fn main() {}\n"),
+            ("crates/b/Cargo.toml", b_manifest),
+            ("crates/b/src/lib.rs", "//! B.\n"),
+            (b_example, "fn main() {}\n"),
+        ]
+    };
+    let bad = crate_with("snippets-examples-bad", &files("crates/b/examples/demo.rs"));
+    assert_eq!(
+        bad.findings(),
+        [
+            "crates/a/Cargo.toml:1: the example `demo` is in more than one package (crates/a/Cargo.toml, crates/b/Cargo.toml): cargo builds every example into one folder, so give each a name of its own"
+        ]
+    );
+    let b_renamed = "[package]\nname = \"b\"\nversion = \"0.0.0\"\nedition = \"2024\"\n";
+    let mut renamed = files("crates/b/examples/b_demo.rs");
+    renamed[1] = ("crates/b/Cargo.toml", b_renamed);
+    let good = crate_with("snippets-examples-good", &renamed);
+    assert_eq!(good.findings(), Vec::<String>::new());
+}

@@ -75,12 +75,18 @@ fn main() -> Result<(), Box<dyn Error>> {
     // whatever order the workers get to print them.
     door.open();
 
-    // A panic: caught, logged by tracing, returned to `join`; the worker goes on.
+    // A panic: caught, logged by tracing, returned to `join`; the worker goes on. Rust's
+    // panic hook prints the panic where it happens; say first that it is on purpose, and let
+    // the hook print one line instead of a backtrace that looks like a crash.
+    println!("next: a task that panics on purpose (the pool catches it and goes on)");
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|info| eprintln!("(deliberate) {info}")));
     let failed = pool.spawn(|| -> u32 { panic!("demo task failed") });
     match failed.join() {
         Err(JoinError::Panicked(panic)) => println!("join gave the panic: {}", panic.message()),
         other => println!("unexpected: {other:?}"),
     }
+    std::panic::set_hook(default_hook);
     println!(
         "the pool still works: 6 * 7 = {}",
         pool.spawn(|| 6 * 7).join()?

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::fetch::{Fetch, FetchContext, FetchError};
-use crate::hooks::RescueEvent;
+use crate::hooks::{GuardedHooks, RescueEvent};
 use crate::job::TargetState;
 use crate::shared::Shared;
 use crate::store::{Claim, Store};
@@ -61,15 +61,11 @@ where
     let shared = worker.shared;
     let hooks = &shared.hooks;
     if claim.rescued {
-        tracing::warn!(
-            job = %claim.job,
-            target = claim.index,
-            "rescued a target whose claim lapsed; it may be fetched twice"
+        report_rescue(
+            hooks,
+            claim,
+            "rescued a target whose claim lapsed; it may be fetched twice",
         );
-        hooks.rescued(&RescueEvent {
-            job: claim.job,
-            index: claim.index,
-        });
     }
     if claim.started {
         shared.watchers.publish_start(claim.job);
@@ -218,4 +214,14 @@ pub(super) async fn with_heartbeat<T, O, S: Store, R>(
             }
         }
     }
+}
+
+/// Reports a rescue of `claim`'s target: a second fetch of it, by this claim (its lease was
+/// taken over) or by a claim that cannot know it (the store lost this one: `Completion::Lost`).
+pub(super) fn report_rescue(hooks: &GuardedHooks, claim: &Claim, why: &'static str) {
+    tracing::warn!(job = %claim.job, target = claim.index, "{why}");
+    hooks.rescued(&RescueEvent {
+        job: claim.job,
+        index: claim.index,
+    });
 }

@@ -36,7 +36,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::StoreError;
 use crate::fetch::Fetch;
-use crate::hooks::{GuardedHooks, RescueEvent, TargetEvent, TargetOutcome};
+use crate::hooks::{TargetEvent, TargetOutcome};
 use crate::job::TargetState;
 use crate::shared::Shared;
 #[cfg(doc)]
@@ -45,6 +45,10 @@ use crate::store::{Claim, ClaimEnd, Completion, Finished, Store};
 
 mod fetch;
 mod pipeline;
+
+/// Why a finish answered `Completion::Lost` counts as a rescue: the target is fetched a
+/// second time by a claim that cannot know it, so the holder of the lost claim reports it.
+const LOST: &str = "claim lost in a store crash; its target is fetched again";
 
 use fetch::{Attempt, Fetched, fetch_one};
 use pipeline::{Ahead, Lane, Next, Round};
@@ -268,7 +272,7 @@ where
                 let end = || ClaimEnd::RetryLater { busy_since, at };
                 let retried = store_call(shared, || store.finish(&claim, end(), now, false)).await;
                 if retried.is_some_and(|finished| finished.completion == Completion::Lost) {
-                    rescued_late(hooks, &claim);
+                    fetch::report_rescue(hooks, &claim, LOST);
                 }
                 shared.in_flight.remove(|count| hooks.inflight(count));
                 shared.wake_idle();
@@ -341,25 +345,11 @@ where
             target = claim.index,
             "claim lost before its result was stored; result dropped"
         ),
-        Some(Completion::Lost) => rescued_late(hooks, &claim),
+        Some(Completion::Lost) => fetch::report_rescue(hooks, &claim, LOST),
         // `Pending` answers a retry or a release, never a stored result.
         Some(Completion::Pending) | None => {}
     }
     shared.wake_idle();
     let asked = take_next && (expects_next || next.is_some());
     asked.then_some(next)
-}
-
-/// Reports the rescue of a claim the store lost ([`Completion::Lost`]): its target is fetched
-/// a second time by a claim that cannot know it, so the holder of the lost one reports it.
-fn rescued_late(hooks: &GuardedHooks, claim: &Claim) {
-    tracing::warn!(
-        job = %claim.job,
-        target = claim.index,
-        "claim lost in a store crash; its target is fetched again"
-    );
-    hooks.rescued(&RescueEvent {
-        job: claim.job,
-        index: claim.index,
-    });
 }

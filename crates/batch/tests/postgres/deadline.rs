@@ -99,37 +99,88 @@ async fn wait_retrying(
     }
 }
 
-/// After the run: every target stored once with its output, and every second fetch reported
-/// as a rescue. A rescue may also take over a claim that was never fetched (its answer was
-/// lost with its connection, so the runner never learned of it): rescues are at least the
-/// second fetches.
-async fn check_stored_once(
-    runner: &Runner<u32, u32>,
-    caller: &Caller,
+/// A runner over a fresh schema, behind a proxy, storing one job of `targets` instant
+/// targets with 2 workers; what it reports is counted.
+struct ProxiedRun {
+    proxy: Proxy,
+    runner: Runner<u32, u32>,
+    caller: Caller,
     id: lockgate_batch::JobId,
     targets: u32,
-    counted: &Counted,
-    fetched: &Mutex<BTreeMap<u32, usize>>,
-) {
-    let job = runner.status(caller, id).await.unwrap();
-    assert_eq!(job.status, JobStatus::Done);
-    for (index, target) in job.targets.iter().enumerate() {
-        let output: u32 = target.state.output().expect("done").unwrap();
-        assert_eq!(output, index as u32 * 3, "target {index}");
+    counted: Arc<Counted>,
+    fetched: Arc<Mutex<BTreeMap<u32, usize>>>,
+}
+
+impl ProxiedRun {
+    /// Starts the run (`before_submit` runs first, on the proxy); `None` without a server.
+    async fn start(
+        targets: u32,
+        options: impl FnOnce(PostgresOptions) -> PostgresOptions,
+        before_submit: impl FnOnce(&Proxy),
+    ) -> Option<Self> {
+        let url = pg::url()?;
+        let (proxy, via_proxy) = Proxy::for_url(&url).await;
+        let schema = pg::fresh_schema();
+        // Migrated straight to the server: the proxy is for the run.
+        drop(pg::open(PostgresStore::options().schema(schema.as_str())));
+        let store = options(short(&schema)).open_lazy(&via_proxy).unwrap();
+        let counted = Arc::new(Counted::default());
+        let fetched = Arc::new(Mutex::new(BTreeMap::new()));
+        let config = Config::default().workers(2).hooks(counted.clone());
+        let runner = Runner::new(config, store, counting_fetch(&fetched))
+            .await
+            .unwrap();
+        let caller = Caller::new("proxied");
+        before_submit(&proxy);
+        let all: Vec<u32> = (0..targets).collect();
+        let id = runner.submit(&caller, &all).await.unwrap();
+        Some(Self {
+            proxy,
+            runner,
+            caller,
+            id,
+            targets,
+            counted,
+            fetched,
+        })
     }
-    assert_eq!(
-        counted.stored.load(Ordering::SeqCst),
-        targets as usize,
-        "each target stored exactly once"
-    );
-    let fetched = fetched.lock().unwrap().clone();
-    assert_eq!(fetched.len(), targets as usize, "every target fetched");
-    let again: usize = fetched.values().map(|n| n - 1).sum();
-    let rescued = counted.rescued.load(Ordering::SeqCst);
-    assert!(
-        rescued >= again,
-        "every second fetch is a rescue: {rescued} rescues, {fetched:?}"
-    );
+
+    /// Waits until `n` targets are stored.
+    async fn stored(&self, n: usize) {
+        tokio::time::timeout(PATIENCE, self.counted.stored_at_least(n))
+            .await
+            .unwrap_or_else(|_| panic!("{n} targets stored"));
+    }
+
+    /// Waits for the job's end, then checks: every target stored once with its output, and
+    /// every second fetch reported as a rescue. A rescue may also take over a claim that was
+    /// never fetched (its answer was lost with its connection, so the runner never learned
+    /// of it): rescues are at least the second fetches.
+    async fn finish(self) {
+        let (runner, caller, id) = (&self.runner, &self.caller, self.id);
+        let ended = tokio::time::timeout(PATIENCE, wait_retrying(runner, caller, id))
+            .await
+            .expect("the job ends");
+        assert_eq!(ended.status, JobStatus::Done);
+        for (index, target) in ended.targets.iter().enumerate() {
+            let output: u32 = target.state.output().expect("done").unwrap();
+            assert_eq!(output, index as u32 * 3, "target {index}");
+        }
+        assert_eq!(
+            self.counted.stored.load(Ordering::SeqCst),
+            self.targets as usize,
+            "each target stored exactly once"
+        );
+        let fetched = self.fetched.lock().unwrap().clone();
+        assert_eq!(fetched.len(), self.targets as usize, "every target fetched");
+        let again: usize = fetched.values().map(|n| n - 1).sum();
+        let rescued = self.counted.rescued.load(Ordering::SeqCst);
+        assert!(
+            rescued >= again,
+            "every second fetch is a rescue: {rescued} rescues, {fetched:?}"
+        );
+        self.runner.close().await;
+    }
 }
 
 /// A path that stops forwarding mid-run (the server's kernel still answering, as under
@@ -138,29 +189,14 @@ async fn check_stored_once(
 /// every target stored exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_path_fails_calls_within_the_deadline_and_the_runner_resumes() {
-    let Some(url) = pg::url() else { return };
-    let (proxy, via_proxy) = Proxy::for_url(&url).await;
-    let schema = pg::fresh_schema();
-    // Migrated directly: the proxy is for the run.
-    drop(pg::open(PostgresStore::options().schema(schema.as_str())));
-    let store = short(&schema).open_lazy(&via_proxy).unwrap();
-    let counted = Arc::new(Counted::default());
-    let fetched = Arc::new(Mutex::new(BTreeMap::new()));
-    let config = Config::default().workers(2).hooks(counted.clone());
-    let runner = Runner::new(config, store, counting_fetch(&fetched))
-        .await
-        .unwrap();
-    let caller = Caller::new("frozen");
-    const TARGETS: u32 = 60;
-    let targets: Vec<u32> = (0..TARGETS).collect();
-    let id = runner.submit(&caller, &targets).await.unwrap();
-    tokio::time::timeout(PATIENCE, counted.stored_at_least(10))
-        .await
-        .expect("targets stored before the freeze");
+    let Some(run) = ProxiedRun::start(60, |o| o, |_| {}).await else {
+        return;
+    };
+    run.stored(10).await;
 
-    proxy.freeze();
+    run.proxy.freeze();
     let asked = Instant::now();
-    let answer = tokio::time::timeout(PATIENCE, runner.summary(&caller, id))
+    let answer = tokio::time::timeout(PATIENCE, run.runner.summary(&run.caller, run.id))
         .await
         .expect("a call to a frozen server answers: no hang");
     let waited = asked.elapsed();
@@ -172,58 +208,30 @@ async fn a_frozen_path_fails_calls_within_the_deadline_and_the_runner_resumes() 
     // short timeout: the answer came from those bounds, not from a thaw.
     assert!(waited < PATIENCE / 2, "answered after {waited:?}");
     // The workers' calls fail the same way and are retried (each reported).
-    while counted.store_errors.load(Ordering::SeqCst) == 0 {
+    while run.counted.store_errors.load(Ordering::SeqCst) == 0 {
         assert!(asked.elapsed() < PATIENCE, "no worker call failed");
         tokio::time::sleep(CALL_TIMEOUT).await;
     }
-    assert!(counted.stored.load(Ordering::SeqCst) < TARGETS as usize);
+    assert!(run.counted.stored.load(Ordering::SeqCst) < run.targets as usize);
 
-    proxy.thaw();
-    let ended = tokio::time::timeout(PATIENCE, wait_retrying(&runner, &caller, id))
-        .await
-        .expect("the job ends after the thaw");
-    assert_eq!(ended.status, JobStatus::Done);
-    check_stored_once(&runner, &caller, id, TARGETS, &counted, &fetched).await;
-    runner.close().await;
+    run.proxy.thaw();
+    run.finish().await;
 }
 
 /// A slow path (each chunk held back) and then every connection reset mid-run: calls are
 /// retried on fresh connections and the job finishes with each target stored once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_then_reset_path_stores_each_target_once() {
-    let Some(url) = pg::url() else { return };
-    let (proxy, via_proxy) = Proxy::for_url(&url).await;
-    let schema = pg::fresh_schema();
-    drop(pg::open(PostgresStore::options().schema(schema.as_str())));
-    let store = short(&schema)
-        .call_timeout(Duration::from_secs(5))
-        .open_lazy(&via_proxy)
-        .unwrap();
-    let counted = Arc::new(Counted::default());
-    let fetched = Arc::new(Mutex::new(BTreeMap::new()));
-    let config = Config::default().workers(2).hooks(counted.clone());
-    let runner = Runner::new(config, store, counting_fetch(&fetched))
-        .await
-        .unwrap();
-    let caller = Caller::new("reset");
-    const TARGETS: u32 = 40;
-    let targets: Vec<u32> = (0..TARGETS).collect();
-    proxy.delay(Duration::from_millis(20));
-    let id = runner.submit(&caller, &targets).await.unwrap();
-    tokio::time::timeout(PATIENCE, counted.stored_at_least(5))
-        .await
-        .expect("targets stored on the slow path");
-    proxy.thaw();
-    tokio::time::timeout(PATIENCE, counted.stored_at_least(10))
-        .await
-        .expect("more stored");
-    proxy.reset();
-    let ended = tokio::time::timeout(PATIENCE, wait_retrying(&runner, &caller, id))
-        .await
-        .expect("the job ends after the reset");
-    assert_eq!(ended.status, JobStatus::Done);
-    check_stored_once(&runner, &caller, id, TARGETS, &counted, &fetched).await;
-    runner.close().await;
+    let slow = |proxy: &Proxy| proxy.delay(Duration::from_millis(20));
+    let Some(run) = ProxiedRun::start(40, |o| o.call_timeout(Duration::from_secs(5)), slow).await
+    else {
+        return;
+    };
+    run.stored(5).await;
+    run.proxy.thaw();
+    run.stored(10).await;
+    run.proxy.reset();
+    run.finish().await;
 }
 
 /// A replica cut off from the server (its path frozen) while its fetch runs, past its lease:
@@ -354,26 +362,6 @@ async fn a_call_past_its_deadline_is_cancelled_on_the_server() {
         "{cancelled:?}"
     );
     // The server let go of the statement: no backend of the store waits on a lock.
-    let (observer, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
-                   WHERE application_name = $1 AND wait_event_type = 'Lock'";
-    let name = format!("batch {schema}");
-    let started = Instant::now();
-    while observer
-        .query_one(waiting, &[&name])
-        .await
-        .unwrap()
-        .get::<_, i64>(0)
-        > 0
-    {
-        assert!(
-            started.elapsed() < PATIENCE,
-            "the statement still waits on the server"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    crate::lock_waiters_become(&url, &schema, 0).await;
     tx.rollback().await.unwrap();
 }

@@ -34,6 +34,32 @@ use std::time::Duration;
 /// A generous bound for a shared 2-core machine; reaching it means a lost wake-up or target.
 pub const PATIENCE: Duration = Duration::from_secs(120);
 
+/// Waits, by asking the server over a connection of its own (on a condition, never a
+/// duration), until exactly `count` backends of the store over `schema` wait on a lock.
+pub async fn lock_waiters_become(url: &str, schema: &str, count: i64) {
+    let (observer, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
+                   WHERE application_name = $1 AND wait_event_type = 'Lock'";
+    let name = format!("batch {schema}");
+    let reached = async {
+        while observer
+            .query_one(waiting, &[&name])
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+            != count
+        {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(PATIENCE, reached)
+        .await
+        .unwrap_or_else(|_| panic!("{count} backend(s) of the store never waited on a lock"));
+}
+
 /// Hooks that send every job's terminal status to the test.
 pub struct EndedJobs(pub tokio::sync::mpsc::UnboundedSender<lockgate_batch::JobStatus>);
 

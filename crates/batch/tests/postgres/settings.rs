@@ -367,26 +367,8 @@ async fn a_call_that_waits_for_a_busy_pool_is_unavailable() {
         let (store, ann) = (std::sync::Arc::clone(&store), ann.clone());
         async move { store.cancel(id, &ann, now).await }
     });
-    // Wait (on a condition, not a duration) until the cancel blocks on the row lock.
-    let (observer, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
-                   WHERE application_name = $1 AND wait_event_type = 'Lock'";
-    let name = format!("batch {schema}");
-    let blocked = async {
-        loop {
-            let row = observer.query_one(waiting, &[&name]).await.unwrap();
-            if row.get::<_, i64>(0) == 1 {
-                return;
-            }
-            tokio::task::yield_now().await;
-        }
-    };
-    tokio::time::timeout(PATIENCE, blocked)
-        .await
-        .expect("the cancel blocks on the row lock");
+    // The cancel blocks on the row lock.
+    crate::lock_waiters_become(&url, &schema, 1).await;
 
     let refused = store.live_jobs().await;
     assert!(

@@ -185,9 +185,15 @@ impl Inner {
     }
 
     fn execute(&self, sql: &str) -> Result<(), SqliteError> {
-        self.conn.prepare_cached(sql)?.execute([])?;
-        Ok(())
+        execute(&self.conn, sql)
     }
+}
+
+/// Runs `sql`, a statement without parameters (a transaction's begin or end), through the
+/// statement cache.
+fn execute(conn: &Connection, sql: &str) -> Result<(), SqliteError> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
 }
 
 impl thread::Batches for Inner {

@@ -83,8 +83,7 @@ impl Reader {
     }
 
     fn execute(&self, sql: &str) -> Result<(), SqliteError> {
-        self.conn.prepare_cached(sql)?.execute([])?;
-        Ok(())
+        super::execute(&self.conn, sql)
     }
 }
 

@@ -26,7 +26,9 @@
 //!    ends when the server answers again or the kernel gives up on it.
 //!
 //! The server enforces the same bound itself (`statement_timeout`, set on every connection of
-//! the store: `options.rs`), for a client that stops mid-statement.
+//! the store: `options.rs`), for a client that stops mid-statement; and so does the kernel,
+//! as each connection's TCP user timeout, for a server's host that vanished (data left
+//! unacknowledged that long closes the connection, an abandoned one included).
 
 use std::future::Future;
 use std::sync::Arc;

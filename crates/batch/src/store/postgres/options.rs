@@ -185,7 +185,10 @@ impl PostgresOptions {
     ///
     /// The server is told the same bound as its `statement_timeout` on every connection of
     /// the store (replacing one in the URL's `options`), so a statement is cancelled there too
-    /// if the client stops waiting; migrations run without it. Give it room above the slowest
+    /// if the client stops waiting; migrations run without it. The kernel is told it too, as
+    /// the connections' TCP user timeout (Linux; replacing the URL's `tcp_user_timeout`):
+    /// data the server's host has not acknowledged for this long closes the connection, so a
+    /// host that vanished is let go of rather than retransmitted to for many minutes. Give it room above the slowest
     /// call the store makes under load: a store's commit waits for the disk, and `status` of a
     /// big job reads every target.
     #[must_use]
@@ -459,6 +462,10 @@ impl PostgresOptions {
         let probe_every = (self.tcp_keepalive / 4).max(Duration::from_secs(1));
         config
             .connect_timeout(self.connect_timeout)
+            // Sent data unacknowledged this long closes the connection: a host that vanished
+            // under a call (or under a connection abandoned past its deadline) is let go of
+            // instead of retransmitted to for many minutes.
+            .tcp_user_timeout(self.call_timeout)
             .keepalives(true)
             .keepalives_idle(self.tcp_keepalive)
             .keepalives_interval(probe_every)
@@ -541,6 +548,10 @@ mod tests {
         let mut config = parse("postgres://someone@localhost/db").unwrap();
         config.options("-c statement_timeout=5s");
         let prepared = options.prepare(config, &Connector::Plain).unwrap();
+        assert_eq!(
+            prepared.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(30))
+        );
         assert_eq!(
             prepared.get_options(),
             Some(

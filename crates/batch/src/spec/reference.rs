@@ -181,6 +181,8 @@ struct Entry {
     targets: Vec<String>,
     /// One per target; `Pending` until stored.
     results: Vec<TargetState>,
+    /// One per target: the token of the claim that stored it (for replayed stores).
+    stored_by: Vec<Option<u64>>,
     /// The claim out, if any.
     held: Option<Held>,
     /// Its last claim was taken back after its lease lapsed: the next claim is a rescue.
@@ -407,6 +409,7 @@ impl Reference {
             created: job.now,
             updated: job.now,
             results: vec![TargetState::Pending; job.targets.len()],
+            stored_by: vec![None; job.targets.len()],
             targets: job.targets,
             held: None,
             rescue: false,
@@ -505,7 +508,7 @@ impl Reference {
     /// current.
     pub(crate) fn finish(&mut self, claim: &Claim, end: ClaimEnd, now: Timestamp) -> Completion {
         let Some(i) = self.current(claim) else {
-            return Completion::Stale;
+            return self.replay(claim, &end).unwrap_or(Completion::Stale);
         };
         match end {
             ClaimEnd::Stored(result) => self.store(i, claim, result, now),
@@ -519,6 +522,43 @@ impl Reference {
                 Completion::Pending
             }
         }
+    }
+
+    /// A store that `claim` made already, answered again, where the rules say the store
+    /// replays ([`Rules::replays_stores`]): the target as stored, the job as it is now, and
+    /// its end if that target was its last and the job settled.
+    fn replay(&self, claim: &Claim, end: &ClaimEnd) -> Option<Completion> {
+        let ClaimEnd::Stored(result) = end else {
+            return None;
+        };
+        if !self.rules.replays_stores {
+            return None;
+        }
+        let job = &self.jobs[self.find(claim.job)?];
+        if *job.stored_by.get(claim.index)? != Some(claim.token) {
+            return None;
+        }
+        let outcome = match job.results[claim.index] {
+            TargetState::Done { .. } => TargetOutcome::Done,
+            _ => TargetOutcome::Failed,
+        };
+        let counts = job.counts();
+        let settled = matches!(
+            job.status,
+            JobStatus::Done | JobStatus::Failed | JobStatus::Partial
+        );
+        let ended = (settled && claim.index + 1 == job.targets.len()).then(|| Ended {
+            job: job.id,
+            status: job.status,
+            counts,
+            after: job.updated.saturating_since(job.created),
+            live_jobs: self.live_jobs(),
+        });
+        Some(Completion::Stored {
+            bytes: result.stored_bytes(),
+            ended,
+            progress: Progress::new(job.status, counts, Some((claim.index, outcome))),
+        })
     }
 
     /// Stores `result` for the current `claim` of job `i`, ending the claim, and the job if
@@ -545,6 +585,7 @@ impl Reference {
             "a claim is for the first pending target"
         );
         job.results[index] = result;
+        job.stored_by[index] = Some(claim.token);
         job.busy_since = None;
         job.updated = now;
         let counts = job.counts();

@@ -35,6 +35,12 @@ pub struct Rules {
     /// any time from now to this far ahead (no later than the reference's own wake-up). Make
     /// it far longer than a sequence runs: no claim may lapse within one.
     pub lease_on_store_clock: Option<Duration>,
+    /// A finish that stores a result for a claim whose result the store already stored under
+    /// that claim (a retried call whose first answer was lost after its commit) answers as
+    /// that store again, the job as it is now, instead of
+    /// [`Completion::Stale`](crate::store::Completion::Stale): so the runner reports the
+    /// target once. A store whose answers are never lost after a commit need not.
+    pub replays_stores: bool,
 }
 
 impl Rules {
@@ -46,6 +52,7 @@ impl Rules {
             recover_frees_claims: true,
             fallback_poll: None,
             lease_on_store_clock: None,
+            replays_stores: false,
         }
     }
 
@@ -79,6 +86,13 @@ impl Rules {
     #[must_use]
     pub const fn fallback_poll(mut self, poll: Duration) -> Self {
         self.fallback_poll = Some(poll);
+        self
+    }
+
+    /// The same rules with stores replayed, or not (see the field of the same name).
+    #[must_use]
+    pub const fn replays_stores(mut self, replays: bool) -> Self {
+        self.replays_stores = replays;
         self
     }
 

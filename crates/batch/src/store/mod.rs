@@ -462,6 +462,12 @@ pub trait WorkerStore: Send + Sync + 'static {
     /// Ends a claim as `end` says, and answers [`Completion::Stale`] (changing nothing) if
     /// the claim is no longer current.
     ///
+    /// A store whose answers can be lost after their commit (a database over a connection
+    /// that drops) may answer a repeated store of a result this very claim already stored as
+    /// that store again, the job as it is now, so that the runner, which tries a failed call
+    /// again, reports the target once (the spec's `Rules::replays_stores`; the PostgreSQL
+    /// store does).
+    ///
     /// With `take_next` (never with [`ClaimEnd::Released`]) the worker would fetch one more
     /// claim after the fetch it runs now, and the store **may** claim the next target by the
     /// rotation in the same atomic step, as [`claim`](Self::claim) would, among the other

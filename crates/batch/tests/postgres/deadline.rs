@@ -166,6 +166,9 @@ impl ProxiedRun {
             let output: u32 = target.state.output().expect("done").unwrap();
             assert_eq!(output, index as u32 * 3, "target {index}");
         }
+        // A worker publishes a stored target's progress (which ends the wait) before its
+        // hook runs: close, which waits for the workers, before counting what they reported.
+        self.runner.close().await;
         assert_eq!(
             self.counted.stored.load(Ordering::SeqCst),
             self.targets as usize,
@@ -179,7 +182,6 @@ impl ProxiedRun {
             rescued >= again,
             "every second fetch is a rescue: {rescued} rescues, {fetched:?}"
         );
-        self.runner.close().await;
     }
 }
 

@@ -261,7 +261,7 @@ async fn a_runner_rescues_a_lapsed_claim_and_reports_it() {
 /// took it over and its target is still owed, the answer is `Lost`, which the runner reports
 /// as a rescue. The same claim again, after the target was claimed and stored afresh, is
 /// still lost (the second fetch happened); a store retried after it had stored (an answer a
-/// dropped connection lost) is only stale.
+/// dropped connection lost) is answered as that store again.
 #[tokio::test]
 async fn a_claim_undone_behind_its_holder_is_lost_not_stale() {
     if !pg::available() {
@@ -320,10 +320,14 @@ async fn a_claim_undone_behind_its_holder_is_lost_not_stale() {
         Completion::Lost,
         "the second fetch happened"
     );
-    // The store of `again`, retried: stored by this very claim, so only stale.
+    // The store of `again`, tried again (as after an answer lost with its connection): this
+    // very claim stored it, so the store is answered again, not refused, and nothing changes.
     let retried = store
         .finish(&again, ClaimEnd::Stored(done("second")), t0, false)
         .await
         .unwrap();
-    assert_eq!(retried.completion, Completion::Stale);
+    assert_eq!(
+        retried.completion, stored.completion,
+        "the same store, answered again"
+    );
 }

@@ -143,7 +143,8 @@ fn postgres() {
     const PG_LEASE: Duration = Duration::from_secs(3600);
     let rules = Rules::shared()
         .fallback_poll(POLL)
-        .lease_on_store_clock(PG_LEASE);
+        .lease_on_store_clock(PG_LEASE)
+        .replays_stores(true);
     let open = || {
         let options = pg::options()
             .lease_ttl(PG_LEASE)

@@ -209,25 +209,6 @@ impl PostgresStore {
         self.connections.begin(client).await
     }
 
-    /// Keeps what a store statement left for later (its note, at once if it ended the job;
-    /// its bytes in the total) and answers its completion.
-    async fn stored(
-        &self,
-        claim: &Claim,
-        stored: queries::Stored,
-    ) -> Result<Completion, StoreError> {
-        if let Some(note) = stored.note {
-            let ended = matches!(stored.completion, Completion::Stored { ended: Some(_), .. });
-            self.notifier.push(claim.job, note, ended);
-        }
-        match stored.completion {
-            Completion::Stored { bytes, .. } => self.stored_total.add(bytes),
-            Completion::Stale => return self.refused(claim).await,
-            Completion::Pending | Completion::Lost => {}
-        }
-        Ok(stored.completion)
-    }
-
     /// Moves the cursor after a claim's job (`from` is where the claim's walk started), hands
     /// its start note to the notifier, and answers the claim.
     fn claimed(&self, from: cursor::Position, claimed: Option<queries::Claimed>) -> Option<Claim> {
@@ -337,6 +318,44 @@ macro_rules! one_statement {
 }
 
 impl PostgresStore {
+    /// Keeps what a store statement left for later (its note, at once if it ended the job;
+    /// its bytes in the total) and answers its completion.
+    ///
+    /// A store refused by the claim's token may be this claim's own, committed by an earlier
+    /// try whose answer was lost: then it is answered as that store (`queries::replayed`), so
+    /// the target is reported once; else `Stale` or `Lost` (`refused`).
+    async fn stored(
+        &self,
+        claim: &Claim,
+        stored: queries::Stored,
+        bytes: u64,
+    ) -> Result<Completion, StoreError> {
+        let (stored, new_bytes) = match stored.completion {
+            Completion::Stale => {
+                // Each follow-up call returns its connection before the next takes one: a
+                // small pool must never wait on itself.
+                let (replayed, client) =
+                    one_statement!(self, |c| queries::replayed(c, claim, bytes))?;
+                drop(client);
+                match replayed {
+                    // Not added to the running total: it may have been read from the
+                    // database since the commit; the next reading (within 100 ms) has it.
+                    Some(replayed) => (replayed, 0),
+                    None => return self.refused(claim).await,
+                }
+            }
+            _ => (stored, bytes),
+        };
+        if let Some(note) = stored.note {
+            let ended = matches!(stored.completion, Completion::Stored { ended: Some(_), .. });
+            self.notifier.push(claim.job, note, ended);
+        }
+        if matches!(stored.completion, Completion::Stored { .. }) {
+            self.stored_total.add(new_bytes);
+        }
+        Ok(stored.completion)
+    }
+
     /// The answer to a finish after a fetch that the claim's token refused: `Lost` if no
     /// rescue took the claim over and its target is fetched again ([`queries::lost`]), else
     /// `Stale`. One more statement, only on this rare path.
@@ -359,7 +378,8 @@ impl PostgresStore {
     ) -> Result<Finished, StoreError> {
         self.wakeups.claiming();
         let from = self.cursor.start();
-        let ((stored, next), _client) = one_statement!(self, |c| queries::complete_and_claim(
+        let bytes = result.stored_bytes();
+        let ((stored, next), client) = one_statement!(self, |c| queries::complete_and_claim(
             c,
             claim,
             result,
@@ -368,8 +388,10 @@ impl PostgresStore {
             from.id()
         ))?;
         let next = self.claimed(from, next);
+        // Back to the pool before `stored`, which may need a connection of its own.
+        drop(client);
         Ok(Finished {
-            completion: self.stored(claim, stored).await?,
+            completion: self.stored(claim, stored, bytes).await?,
             next,
         })
     }
@@ -420,9 +442,12 @@ impl WorkerStore for PostgresStore {
                 return self.complete_and_claim(claim, result, now).await;
             }
             ClaimEnd::Stored(result) => {
-                let (stored, _client) =
+                let bytes = result.stored_bytes();
+                let (stored, client) =
                     one_statement!(self, |c| queries::complete(c, claim, result, now))?;
-                return self.stored(claim, stored).await.map(Finished::from);
+                // Back to the pool before `stored`, which may need a connection of its own.
+                drop(client);
+                return self.stored(claim, stored, bytes).await.map(Finished::from);
             }
             ClaimEnd::RetryLater { busy_since, at } => transaction!(self, |tx| {
                 queries::retry_later(&tx, &self.channel, claim, busy_since, at, now)

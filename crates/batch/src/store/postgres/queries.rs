@@ -786,6 +786,64 @@ pub(super) async fn complete_and_claim<C: GenericClient>(
     Ok((stored, claimed_from_row(&row, STORE_WIDTH)?))
 }
 
+/// The store this very claim committed already, when a finish storing its result was refused
+/// by the token: an earlier try of the same finish committed and its answer was lost with
+/// its connection (a call past its deadline, a dropped connection), so the runner tried
+/// again. Answered as that store would have been (its note included), so the target is
+/// reported once; `None` if the claim stored nothing.
+///
+/// The progress names this claim's target; the job's status and counts are as they are now.
+/// The end is reported if this target was the job's last and the job settled (done, failed
+/// or partial: a store ended it; a cancelled job's end was the cancel's).
+pub(super) async fn replayed<C: GenericClient>(
+    client: &C,
+    claim: &Claim,
+    bytes: u64,
+) -> Result<Option<Stored>> {
+    let sql = format!(
+        "SELECT j.status, j.total, j.done, j.failed, j.created, j.updated, t.state,
+                CASE WHEN j.status IN ('done', 'failed', 'partial') AND t.idx = j.total - 1
+                     THEN (SELECT COUNT(*) FROM jobs WHERE {LIVE}) END
+         FROM jobs AS j JOIN targets AS t ON t.job = j.id AND t.idx = $3
+         WHERE j.id = $1 AND t.stored_by = $2"
+    );
+    let params: [&(dyn ToSql + Sync); 3] = [
+        &(claim.job.get() as i64),
+        &(claim.token as i64),
+        &(claim.index as i32),
+    ];
+    let Some(row) = query_opt_on(client, &sql, &params).await? else {
+        return Ok(None);
+    };
+    let status = parse_status(row.get(0))?;
+    let counts = counts(row.get(1), row.get(2), row.get(3));
+    let created: i64 = row.get(4);
+    let updated: i64 = row.get(5);
+    let outcome = if row.get::<_, &str>(6) == "done" {
+        TargetOutcome::Done
+    } else {
+        TargetOutcome::Failed
+    };
+    let live_after: Option<i64> = row.get(7);
+    let progress = Progress::new(status, counts, Some((claim.index, outcome)));
+    let ended = live_after.map(|live| Ended {
+        job: claim.job,
+        status,
+        counts,
+        after: from_sql(updated).saturating_since(from_sql(created)),
+        live_jobs: usize::try_from(live).unwrap_or(0),
+    });
+    let note = Some(Note::new(false, claim.job.get() as i64, progress).payload());
+    Ok(Some(Stored {
+        completion: Completion::Stored {
+            bytes,
+            ended,
+            progress,
+        },
+        note,
+    }))
+}
+
 /// Whether a claim whose finish was refused by its token was *lost*: undone by a server
 /// crash (its claim committed without waiting for the disk), so its target is fetched again,
 /// or was already, by a claim that could not know it was a second fetch.

@@ -214,6 +214,19 @@ fn retry_after_secs_rounds_up_to_a_whole_second() {
     assert_eq!(rejected(Duration::from_millis(2_001)).retry_after_secs(), 3);
     assert_eq!(rejected(Duration::ZERO).retry_after_secs(), 1);
     assert_eq!(rejected(Duration::from_secs(5)).retry_after_secs(), 5);
+    // The pool's `Error` rounds its hint the same way.
+    for millis in [0, 1, 999, 1_000, 1_001, 2_500, 5_000] {
+        let wait = Duration::from_millis(millis);
+        let busy = lockgate_pdfpool::Error::Busy {
+            cause: BusyCause::QueueFull,
+            retry_after: wait,
+        };
+        assert_eq!(
+            busy.retry_after_secs(),
+            Some(rejected(wait).retry_after_secs()),
+            "{millis} ms"
+        );
+    }
 }
 
 /// Takes one off the count of calls inside when dropped.

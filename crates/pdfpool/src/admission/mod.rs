@@ -195,9 +195,11 @@ impl Rejected {
 
     /// [`retry_after`](Self::retry_after) in whole seconds, rounded up and at least 1: the
     /// value of an HTTP `Retry-After` header.
+    ///
+    /// [`Error::retry_after_secs`](crate::Error::retry_after_secs) rounds the pool's hint the
+    /// same way.
     pub fn retry_after_secs(&self) -> u64 {
-        let secs = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
-        secs.max(1)
+        crate::error::retry_after_secs(self.retry_after)
     }
 }
 

@@ -1,9 +1,11 @@
 //! Running a job in its own task, so it outlives the caller that started it (rule 4), and
 //! turning its end (value, panic, or a task dropped unfinished) into the table's `finish`.
 //!
-//! The task runs in the job's `tracing` span (`pdfpool.job`), made in the `run` that started
-//! or queued the job and so a child of that request's span, and is tracked by the pool's
-//! `TaskTracker` so that `shutdown` can wait for it.
+//! The task runs in the job's `tracing` span (`pdfpool.job`), opened when the job starts (a
+//! queued job's when a slot frees for it, often in another job's task) as a child of the span
+//! of the request that started or queued the job, and closed with the job's `outcome`
+//! recorded. The task is tracked by the pool's `TaskTracker` so that `shutdown` can wait for
+//! it.
 
 use std::future::Future;
 use std::hash::Hash;
@@ -23,11 +25,27 @@ use crate::sync::Arc;
 use crate::table::JobId;
 use crate::wait::deliver;
 
-/// Wraps the user's closure, queued at `queued_at`, into the launch the table holds until a
-/// slot frees: starting it spawns the job in `span`.
+/// The job's span, opened as the job starts: a child of `request` (the span of the request
+/// that started or queued it), with how long it waited in the queue since `queued_at` (0 for a
+/// job started at once; the clock is read only if the span is enabled). Its `outcome` is
+/// recorded when the job ends (`finished`, `panicked` or `dropped`).
+pub(crate) fn span(request: &tracing::Span, queued_at: Option<Instant>) -> tracing::Span {
+    tracing::info_span!(
+        parent: request,
+        "pdfpool.job",
+        queue_wait_ms = queued_at.map_or(0, |at| {
+            u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX)
+        }),
+        outcome = tracing::field::Empty,
+    )
+}
+
+/// Wraps the user's closure, queued at `queued_at` by the request whose span is `request`,
+/// into the launch the table holds until a slot frees: starting it opens the job's span and
+/// spawns the job in it.
 pub(crate) fn launch<K, C, V, F, Fut>(
     queued_at: Instant,
-    span: tracing::Span,
+    request: tracing::Span,
     job: F,
 ) -> Launch<K, C, V>
 where
@@ -40,7 +58,11 @@ where
     Launch {
         queued_at,
         // A queued job's waiters all have channels, so its task's output goes unread.
-        start: Box::new(move |shared, job_id| drop(spawn(shared, job_id, job, span))),
+        start: Box::new(move |shared, job_id| {
+            let span = span(&request, Some(queued_at));
+            drop(request);
+            drop(spawn(shared, job_id, job, span));
+        }),
     }
 }
 
@@ -60,8 +82,10 @@ where
     F: FnOnce() -> Fut + Send + 'static,
     Fut: Future<Output = V> + Send + 'static,
 {
+    let in_span = !span.is_disabled();
     let finisher = Finisher {
         started_at: shared.hooks.any().then(Instant::now),
+        in_span,
         _tracked: shared.tasks.token(),
         shared: Some(shared),
         job_id,
@@ -79,7 +103,7 @@ where
         // No subscriber wants the span: spawn the task bare. `Instrumented` around a disabled
         // span does nothing but make every job's task bigger (measured: a fifth of the cost
         // of an uncontended `run`).
-        Ok(runtime) if span.is_disabled() => Some(runtime.spawn(task)),
+        Ok(runtime) if !in_span => Some(runtime.spawn(task)),
         Ok(runtime) => Some(runtime.spawn(task.instrument(span))),
         Err(_) => {
             tracing::error!("a pooled job was started outside a Tokio runtime: Closed");
@@ -118,12 +142,23 @@ where
     .await
 }
 
-/// How a job ended, for the hooks.
+/// How a job ended, for the hooks and the span.
 #[derive(Clone, Copy)]
 enum End {
     Finished,
     Panicked,
     Dropped,
+}
+
+impl End {
+    /// The span's `outcome`, as the metrics name it.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Finished => "finished",
+            Self::Panicked => "panicked",
+            Self::Dropped => "dropped",
+        }
+    }
 }
 
 /// Ends the job exactly once: with its outcome, or with `Closed` if the task is dropped first
@@ -138,6 +173,11 @@ where
     job_id: JobId,
     /// When the job started; taken only if hooks are installed (they get the job's time).
     started_at: Option<Instant>,
+    /// Whether the task runs in the job's span (enabled): then that span is the current one
+    /// wherever the finisher runs, in the task's last poll or in its drop (`Instrumented`
+    /// enters its span to drop the future), and gets the outcome. Not a clone of the span:
+    /// the finisher is part of every job's task, and a flag fits where a span would grow it.
+    in_span: bool,
     /// What `shutdown` waits for. A field, so it is dropped after `drop` has finished the
     /// job: `shutdown` never returns before the job's outcome is delivered.
     _tracked: TaskTrackerToken,
@@ -156,7 +196,15 @@ where
             _ => End::Finished,
         };
         let shared = self.shared.take()?;
+        self.record(end);
         finish(&shared, self.job_id, outcome, end, self.started_at)
+    }
+
+    /// Records the job's outcome on its span, the current one (see `in_span`).
+    fn record(&self, end: End) {
+        if self.in_span {
+            tracing::Span::current().record("outcome", end.name());
+        }
     }
 }
 
@@ -170,6 +218,7 @@ where
         if let Some(shared) = self.shared.take() {
             // A starter awaiting this task gets `Closed` from its `JoinHandle` instead.
             let outcome = Err(Error::Closed);
+            self.record(End::Dropped);
             let _unread = finish(&shared, self.job_id, outcome, End::Dropped, self.started_at);
         }
     }

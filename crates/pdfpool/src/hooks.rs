@@ -12,6 +12,9 @@ use crate::error::Error;
 /// With feature `metrics`, `MetricsHooks` implements them all for the `metrics` facade (and
 /// can wrap yours).
 ///
+/// With feature `tower`, `AdmissionLayer::with_hooks` reports to the same trait, a request of
+/// the layer standing for a job (its docs map each hook); the guarantees below hold there too.
+///
 /// Events balance: every job `queued` leaves the queue as exactly one of `started_from_queue`,
 /// `expired` or `abandoned`; every job `started` (at once) or `started_from_queue` ends as
 /// exactly one of `finished`, `panicked` or `dropped`. Every request is exactly one of a start

@@ -82,34 +82,67 @@ where
     F: FnOnce() -> Fut + Send + 'static,
     Fut: Future<Output = V> + Send + 'static,
 {
-    let in_span = !span.is_disabled();
-    let finisher = Finisher {
+    match tokio::runtime::Handle::try_current() {
+        // No subscriber wants the span: spawn the task bare. `Instrumented` around a disabled
+        // span does nothing but make every job's task bigger (measured: a fifth of the cost
+        // of an uncontended `run`).
+        Ok(runtime) if span.is_disabled() => {
+            Some(runtime.spawn(task(finisher::<_, _, _, false>(shared, job_id), job)))
+        }
+        Ok(runtime) => {
+            let task = task(finisher::<_, _, _, true>(shared, job_id), job);
+            Some(runtime.spawn(task.instrument(span)))
+        }
+        Err(_) => {
+            tracing::error!("a pooled job was started outside a Tokio runtime: Closed");
+            drop(task(finisher::<_, _, _, false>(shared, job_id), job));
+            None
+        }
+    }
+}
+
+/// The finisher of the job `job_id`, tracked for `shutdown`, timed if hooks are installed.
+fn finisher<K, C, V, const IN_SPAN: bool>(
+    shared: Arc<Shared<K, C, V>>,
+    job_id: JobId,
+) -> Finisher<K, C, V, IN_SPAN>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    C: Hash + Eq + Clone + Send + Sync + 'static,
+    V: Clone + Send + 'static,
+{
+    Finisher {
         started_at: shared.hooks.any().then(Instant::now),
-        in_span,
         _tracked: shared.tasks.token(),
         shared: Some(shared),
         job_id,
-    };
+    }
+}
+
+/// The job's task: runs `job` under `panicguard`, then `finisher` ends it.
+///
+/// Not an `async fn`: it would move its arguments into locals of the future, storing the
+/// finisher twice (see below).
+#[allow(clippy::manual_async_fn)]
+fn task<K, C, V, F, Fut, const IN_SPAN: bool>(
+    finisher: Finisher<K, C, V, IN_SPAN>,
+    job: F,
+) -> impl Future<Output = Option<Outcome<V>>> + Send + 'static
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    C: Hash + Eq + Clone + Send + Sync + 'static,
+    V: Clone + Send + 'static,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = V> + Send + 'static,
+{
     // `finisher` is used as captured, not rebound: a rebinding stores it twice in the task's
     // future (128 bytes instead of 80), and tokio moves that future into the task's cell.
-    let task = async move {
+    async move {
         let outcome = run_caught(job).await.map_err(|panic| {
             tracing::warn!(panic = panic.message(), "a pooled job panicked");
             Error::Panicked(panic)
         });
         finisher.finish(outcome)
-    };
-    match tokio::runtime::Handle::try_current() {
-        // No subscriber wants the span: spawn the task bare. `Instrumented` around a disabled
-        // span does nothing but make every job's task bigger (measured: a fifth of the cost
-        // of an uncontended `run`).
-        Ok(runtime) if !in_span => Some(runtime.spawn(task)),
-        Ok(runtime) => Some(runtime.spawn(task.instrument(span))),
-        Err(_) => {
-            tracing::error!("a pooled job was started outside a Tokio runtime: Closed");
-            drop(task);
-            None
-        }
     }
 }
 
@@ -163,7 +196,12 @@ impl End {
 
 /// Ends the job exactly once: with its outcome, or with `Closed` if the task is dropped first
 /// (the runtime shut down): a job whose task is gone must not hold its slot forever.
-struct Finisher<K, C, V>
+///
+/// `IN_SPAN`: whether the task runs in the job's span (enabled). Then that span is the current
+/// one wherever the finisher runs, in the task's last poll or in its drop (`Instrumented`
+/// enters its span to drop the future), and gets the outcome. A type parameter, not a field
+/// or a clone of the span: the finisher is part of every job's task, and either would grow it.
+struct Finisher<K, C, V, const IN_SPAN: bool>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Hash + Eq + Clone + Send + Sync + 'static,
@@ -173,17 +211,12 @@ where
     job_id: JobId,
     /// When the job started; taken only if hooks are installed (they get the job's time).
     started_at: Option<Instant>,
-    /// Whether the task runs in the job's span (enabled): then that span is the current one
-    /// wherever the finisher runs, in the task's last poll or in its drop (`Instrumented`
-    /// enters its span to drop the future), and gets the outcome. Not a clone of the span:
-    /// the finisher is part of every job's task, and a flag fits where a span would grow it.
-    in_span: bool,
     /// What `shutdown` waits for. A field, so it is dropped after `drop` has finished the
     /// job: `shutdown` never returns before the job's outcome is delivered.
     _tracked: TaskTrackerToken,
 }
 
-impl<K, C, V> Finisher<K, C, V>
+impl<K, C, V, const IN_SPAN: bool> Finisher<K, C, V, IN_SPAN>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Hash + Eq + Clone + Send + Sync + 'static,
@@ -200,15 +233,15 @@ where
         finish(&shared, self.job_id, outcome, end, self.started_at)
     }
 
-    /// Records the job's outcome on its span, the current one (see `in_span`).
+    /// Records the job's outcome on its span, the current one (see `IN_SPAN`).
     fn record(&self, end: End) {
-        if self.in_span {
+        if IN_SPAN {
             tracing::Span::current().record("outcome", end.name());
         }
     }
 }
 
-impl<K, C, V> Drop for Finisher<K, C, V>
+impl<K, C, V, const IN_SPAN: bool> Drop for Finisher<K, C, V, IN_SPAN>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     C: Hash + Eq + Clone + Send + Sync + 'static,

@@ -1,5 +1,6 @@
 //! What a pool reports as requests and jobs go through it: the [`Hooks`] a service implements
-//! to count them (metrics), and how the pool calls them.
+//! to count them (metrics), and how the pool calls them. An `AdmissionLayer` (feature
+//! `tower`) reports its requests to the same trait, through the same `Installed`.
 
 // The std `Arc` a user shares hooks with; not shared state of the pool (see `sync.rs`).
 use std::sync::Arc;

@@ -10,6 +10,19 @@
 //! [`AdmissionLayer::with_hooks`]. Hooks run after the gate's step they report, never under
 //! its lock, under `panicguard` (the pool's `Installed`), on the task that polls the request.
 //! Without hooks no clock is read and nothing is cloned for them: one branch per event.
+//!
+//! # Invariants of the reports
+//!
+//! 1. Every request reports exactly one of `started`, `queued` or `refused`, in `call`.
+//! 2. A queued request reports exactly one of `started_from_queue`, `expired` or `abandoned`:
+//!    its `QueueWatch` holds the report and gives it up once (taken by the first two, or by
+//!    its drop).
+//! 3. A request that went in reports exactly one of `finished` or `dropped`: its `Inside`
+//!    holds the report and gives it up once (at the response, or in its drop).
+//! 4. A report comes after the gate's step it reports: `Inside` gives its slot back before
+//!    reporting, and `QueueWatch` is the last field of the waiting state, dropped after the
+//!    wait that holds the queue place. So a hook reading `inside()` or `queued()` sees the
+//!    step done, and never runs under the gate's lock.
 
 mod gate;
 
@@ -52,7 +65,9 @@ use crate::sync::Arc;
 /// compare-and-swap to enter, one to leave); the gate's lock is taken only to queue a request,
 /// to refuse one when every slot is taken, and to pass a freed slot to a waiting request. No
 /// allocation for a request that goes in or is refused at once; a waiting request allocates
-/// its wait (a box, a oneshot) and a timer, and clones the inner service.
+/// its wait (a box, a oneshot) and a timer, and clones the inner service. With hooks
+/// ([`with_hooks`](Self::with_hooks)), a request also clones the layer's `Arc` and reads the
+/// clock for its reports; without, it pays one branch per event.
 ///
 /// Admission happens in `call`: the response future holds the slot (or the queue place) from
 /// then on, polled or not, until it ends or is dropped. Readiness is the inner service's:

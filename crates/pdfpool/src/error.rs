@@ -20,7 +20,7 @@ use lockgate_panicguard::Panic;
 ///
 /// fn status(error: &Error) -> (u16, Option<u64>) {
 ///     match error {
-///         Error::Busy { .. } => (503, error.retry_after().map(|hint| hint.as_secs())),
+///         Error::Busy { .. } => (503, error.retry_after_secs()),
 ///         Error::CallerBusy => (429, None),
 ///         _ => (500, None),
 ///     }
@@ -99,4 +99,38 @@ impl Error {
             Self::CallerBusy | Self::Panicked(_) | Self::Closed => None,
         }
     }
+
+    /// [`retry_after`](Self::retry_after) in whole seconds, rounded up and at least 1: the
+    /// value of an HTTP `Retry-After` header. `Some` for [`Error::Busy`], `None` otherwise.
+    ///
+    /// The same rounding as the layer's `Rejected::retry_after_secs` (feature `tower`): a hint
+    /// of 2.5 s is 3, never 2 (`as_secs()` would round it down, and a 0.5 s hint to 0, which
+    /// tells a client to retry at once).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use lockgate_pdfpool::{BusyCause, Error};
+    ///
+    /// let busy = |secs: f64| Error::Busy {
+    ///     cause: BusyCause::QueueFull,
+    ///     retry_after: Duration::from_secs_f64(secs),
+    /// };
+    /// assert_eq!(busy(2.5).retry_after_secs(), Some(3));
+    /// assert_eq!(busy(10.0).retry_after_secs(), Some(10));
+    /// assert_eq!(busy(0.0).retry_after_secs(), Some(1));
+    /// assert_eq!(Error::Closed.retry_after_secs(), None);
+    /// ```
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        self.retry_after().map(retry_after_secs)
+    }
+}
+
+/// `hint` in whole seconds, rounded up and at least 1: an HTTP `Retry-After` value. The one
+/// rounding of [`Error::retry_after_secs`] and of the layer's `Rejected::retry_after_secs`.
+pub(crate) fn retry_after_secs(hint: Duration) -> u64 {
+    let secs = hint.as_secs() + u64::from(hint.subsec_nanos() > 0);
+    secs.max(1)
 }

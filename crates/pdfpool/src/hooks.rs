@@ -1,5 +1,6 @@
 //! What a pool reports as requests and jobs go through it: the [`Hooks`] a service implements
-//! to count them (metrics), and how the pool calls them.
+//! to count them (metrics), and how the pool calls them. An `AdmissionLayer` (feature
+//! `tower`) reports its requests to the same trait, through the same `Installed`.
 
 // The std `Arc` a user shares hooks with; not shared state of the pool (see `sync.rs`).
 use std::sync::Arc;
@@ -11,6 +12,9 @@ use crate::error::Error;
 /// implement those you count. Install with [`Pool::with_hooks`](crate::Pool::with_hooks).
 /// With feature `metrics`, `MetricsHooks` implements them all for the `metrics` facade (and
 /// can wrap yours).
+///
+/// With feature `tower`, `AdmissionLayer::with_hooks` reports to the same trait, a request of
+/// the layer standing for a job (its docs map each hook); the guarantees below hold there too.
 ///
 /// Events balance: every job `queued` leaves the queue as exactly one of `started_from_queue`,
 /// `expired` or `abandoned`; every job `started` (at once) or `started_from_queue` ends as

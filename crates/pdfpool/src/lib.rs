@@ -19,6 +19,8 @@ mod job;
 #[cfg(feature = "metrics")]
 mod metrics_hooks;
 mod pool;
+#[cfg(feature = "axum")]
+mod responses;
 mod shared;
 mod slab;
 mod sync;

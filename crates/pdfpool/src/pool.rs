@@ -163,9 +163,10 @@ where
     {
         let shared = &*self.shared;
         let wait = shared.wait;
-        // The job's span, a child of the caller's: made here, in the request's context, since
-        // a queued job starts later in another job's task. Without a subscriber it is a no-op.
-        let mut span = Some(tracing::info_span!("pdfpool.job"));
+        // The request's span: the parent of the job's span, which is opened only when the job
+        // starts, and for a queued job later, in another job's task. Taken here, not under the
+        // table's lock (it asks the subscriber); a clone of a span, not a new one.
+        let mut request = Some(tracing::Span::current());
         let mut receiver = None;
         let mut job = Some(job);
         // Under the lock these closures only allocate and move: the receiver is stashed
@@ -183,15 +184,16 @@ where
             },
             || {
                 let job = job.take().expect("the closure is taken once");
-                let span = span.take().expect("the span is taken once");
+                let request = request.take().expect("the request's span is taken once");
                 let queued_at = Instant::now();
-                (queued_at + wait, job::launch(queued_at, span, job))
+                (queued_at + wait, job::launch(queued_at, request, job))
             },
         );
         // Each arm guards its registration before anything else can unwind or await.
         let (waiter, deadline) = match admission {
             Admission::Joined { waiter, deadline } => {
                 let waiter = Waiter::new(shared, waiter);
+                tracing::debug!(name: "pdfpool.joined", "joined the job in flight for this key");
                 shared.hooks.call(|hooks| hooks.joined());
                 (waiter, deadline)
             }
@@ -200,7 +202,9 @@ where
                 let waiter = Waiter::new(shared, waiter);
                 shared.hooks.call(|hooks| hooks.started(Duration::ZERO));
                 let job = job.take().expect("a started job's closure was not queued");
-                let span = span.take().expect("a started job's span was not queued");
+                let request = request.take().expect("a started job's span was not queued");
+                let span = job::span(&request, None);
+                drop(request);
                 let task = job::spawn(Arc::clone(&self.shared), job_id, job, span);
                 // The fast entry gave this request no channel: the task's output is its
                 // outcome. Fallen back, it waits on its channel like any waiter, and the task's
@@ -216,26 +220,31 @@ where
             }
             Admission::Queued { waiter, deadline } => {
                 let waiter = Waiter::new(shared, waiter);
-                tracing::debug!("every slot is taken: the job is queued");
+                tracing::debug!(name: "pdfpool.queued", "every slot is taken: the job is queued");
                 shared.hooks.call(|hooks| hooks.queued());
                 (waiter, Some(deadline))
             }
             Admission::Refused(reason) => {
-                let error = match reason {
-                    Refusal::Busy => Error::Busy {
-                        cause: BusyCause::QueueFull,
-                        retry_after: wait,
-                    },
-                    Refusal::CallerBusy => Error::CallerBusy,
-                    Refusal::Closed => Error::Closed,
+                // The cause as the metrics name it (`MetricsHooks`).
+                let (error, cause) = match reason {
+                    Refusal::Busy => (
+                        Error::Busy {
+                            cause: BusyCause::QueueFull,
+                            retry_after: wait,
+                        },
+                        "queue_full",
+                    ),
+                    Refusal::CallerBusy => (Error::CallerBusy, "caller_busy"),
+                    Refusal::Closed => (Error::Closed, "closed"),
                 };
+                tracing::debug!(name: "pdfpool.refused", cause, "refused: {error}");
                 shared.hooks.call(|hooks| hooks.refused(&error));
                 return Err(error);
             }
         };
         // A closure and a span not needed (joined) are dropped here, outside the lock and the
         // guard.
-        drop((job, span));
+        drop((job, request));
         let outcome = receiver.expect("a waiter that did not start its job has a receiver");
         waiter.wait(outcome, deadline).await
     }
@@ -280,6 +289,7 @@ where
         let shared = &*self.shared;
         let (waiter, deadline) = shared.table.join(key, Mailbox::Channel(mailbox)).ok()?;
         let waiter = Waiter::new(shared, waiter);
+        tracing::debug!(name: "pdfpool.joined", "joined the job in flight for this key");
         shared.hooks.call(|hooks| hooks.joined());
         Some(waiter.wait(outcome, deadline).await)
     }

@@ -1,16 +1,16 @@
 //! `AdmissionLayer` on a plain tower service, on the paused clock: bounds, FIFO order, both
-//! refusals with their hints, cancellation, errors of the inner service, and a stress run on
-//! a multi-thread runtime.
+//! refusals with their hints, cancellation, errors of the inner service, the hooks, and a
+//! stress run on a multi-thread runtime.
 
 mod common;
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use common::settle;
-use lockgate_pdfpool::{AdmissionError, AdmissionLayer, BusyCause};
+use lockgate_pdfpool::{AdmissionError, AdmissionLayer, BusyCause, Error, Hooks};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tower::{Layer, Service, ServiceExt, service_fn};
@@ -214,6 +214,19 @@ fn retry_after_secs_rounds_up_to_a_whole_second() {
     assert_eq!(rejected(Duration::from_millis(2_001)).retry_after_secs(), 3);
     assert_eq!(rejected(Duration::ZERO).retry_after_secs(), 1);
     assert_eq!(rejected(Duration::from_secs(5)).retry_after_secs(), 5);
+    // The pool's `Error` rounds its hint the same way.
+    for millis in [0, 1, 999, 1_000, 1_001, 2_500, 5_000] {
+        let wait = Duration::from_millis(millis);
+        let busy = lockgate_pdfpool::Error::Busy {
+            cause: BusyCause::QueueFull,
+            retry_after: wait,
+        };
+        assert_eq!(
+            busy.retry_after_secs(),
+            Some(rejected(wait).retry_after_secs()),
+            "{millis} ms"
+        );
+    }
 }
 
 /// Takes one off the count of calls inside when dropped.
@@ -271,5 +284,167 @@ async fn stress_bounds_hold_and_the_gate_ends_empty() {
     }
     assert!(served > 0, "some requests got in ({refused} refused)");
     assert!(most.load(Ordering::SeqCst) <= SLOTS);
+    assert_eq!((layer.inside(), layer.queued()), (0, 0));
+}
+
+/// Hooks that log every event with its duration (ms) and the layer's `(inside, queued)` read
+/// from inside the hook, which takes the gate's lock: a hook called under it would deadlock.
+#[derive(Default)]
+struct Log {
+    layer: OnceLock<AdmissionLayer>,
+    lines: Mutex<Vec<String>>,
+}
+
+impl Log {
+    fn push(&self, event: String) {
+        let layer = self
+            .layer
+            .get()
+            .expect("the layer is set before any request");
+        let line = format!("{event} ({}, {})", layer.inside(), layer.queued());
+        self.lines.lock().unwrap().push(line);
+    }
+
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.lines.lock().unwrap())
+    }
+}
+
+impl Hooks for Log {
+    fn queued(&self) {
+        self.push("queued".into());
+    }
+    fn started(&self, queue_wait: Duration) {
+        self.push(format!("started {}", queue_wait.as_millis()));
+    }
+    fn started_from_queue(&self, queue_wait: Duration) {
+        self.push(format!("from_queue {}", queue_wait.as_millis()));
+    }
+    fn joined(&self) {
+        self.push("joined".into());
+    }
+    fn refused(&self, why: &Error) {
+        let why = match why {
+            Error::Busy {
+                cause: BusyCause::QueueFull,
+                retry_after,
+            } => format!("queue_full {}", retry_after.as_millis()),
+            other => format!("{other:?}"),
+        };
+        self.push(format!("refused {why}"));
+    }
+    fn expired(&self, queue_wait: Duration) {
+        self.push(format!("expired {}", queue_wait.as_millis()));
+    }
+    fn abandoned(&self, queue_wait: Duration) {
+        self.push(format!("abandoned {}", queue_wait.as_millis()));
+    }
+    fn finished(&self, time_inside: Duration) {
+        self.push(format!("finished {}", time_inside.as_millis()));
+    }
+    fn panicked(&self, time_inside: Duration) {
+        self.push(format!("panicked {}", time_inside.as_millis()));
+    }
+    fn dropped(&self, time_inside: Duration) {
+        self.push(format!("dropped {}", time_inside.as_millis()));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hooks_see_every_request_once_with_exact_waits_and_times_inside() {
+    let log = Arc::new(Log::default());
+    let layer = AdmissionLayer::with_hooks(1, 1, WAIT, Arc::clone(&log));
+    log.layer.set(layer.clone()).unwrap();
+    let inner = Inner::new();
+    let service = layer.layer(inner.clone());
+
+    // In at once, queued, refused at once.
+    let first = send(&service, 1);
+    settle().await;
+    let second = send(&service, 2);
+    settle().await;
+    assert_eq!(
+        cause(send(&service, 3).await.unwrap()),
+        (BusyCause::QueueFull, WAIT)
+    );
+    assert_eq!(
+        log.take(),
+        [
+            "started 0 (1, 0)",
+            "queued (1, 1)",
+            "refused queue_full 10000 (1, 1)"
+        ]
+    );
+
+    // The first answers after 2 s; its slot passes to the second, which waited 2 s.
+    tokio::time::advance(Duration::from_secs(2)).await;
+    inner.release.add_permits(1);
+    assert_eq!(first.await.unwrap().unwrap(), 1);
+    settle().await;
+    assert_eq!(
+        log.take(),
+        ["finished 2000 (1, 0)", "from_queue 2000 (1, 0)"]
+    );
+
+    // A waiter past the limit, then one that goes away after 1 s.
+    let expires = send(&service, 4);
+    settle().await;
+    tokio::time::advance(WAIT).await;
+    assert_eq!(
+        cause(expires.await.unwrap()),
+        (BusyCause::WaitExpired, WAIT)
+    );
+    let leaves = send(&service, 5);
+    settle().await;
+    tokio::time::advance(Duration::from_secs(1)).await;
+    leaves.abort();
+    settle().await;
+    assert_eq!(
+        log.take(),
+        [
+            "queued (1, 1)",
+            "expired 10000 (1, 0)",
+            "queued (1, 1)",
+            "abandoned 1000 (1, 0)"
+        ]
+    );
+
+    // The second, inside for 11 s, is dropped before the service answers.
+    second.abort();
+    settle().await;
+    assert_eq!(log.take(), ["dropped 11000 (0, 0)"]);
+    assert_eq!(inner.arrived(), vec![1, 2]);
+}
+
+/// Panics in every event.
+struct Panics;
+
+impl Hooks for Panics {
+    fn started(&self, _: Duration) {
+        panic!("a hook panics");
+    }
+    fn finished(&self, _: Duration) {
+        panic!("a hook panics");
+    }
+    fn queued(&self) {
+        panic!("a hook panics");
+    }
+    fn started_from_queue(&self, _: Duration) {
+        panic!("a hook panics");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_hook_is_caught_and_the_request_goes_on() {
+    let layer = AdmissionLayer::with_hooks(1, 1, WAIT, Panics);
+    let inner = Inner::new();
+    let service = layer.layer(inner.clone());
+    let first = send(&service, 1);
+    let second = send(&service, 2);
+    settle().await;
+    assert_eq!((layer.inside(), layer.queued()), (1, 1));
+    inner.release.add_permits(2);
+    assert_eq!(first.await.unwrap().unwrap(), 1);
+    assert_eq!(second.await.unwrap().unwrap(), 2);
     assert_eq!((layer.inside(), layer.queued()), (0, 0));
 }

@@ -305,3 +305,131 @@ async fn wrapped_hooks_see_every_event_and_their_panics_lose_no_metric() {
         0.0
     );
 }
+
+/// `MetricsHooks::layer` on an `AdmissionLayer`: a known workload on the paused clock scrapes
+/// to exact counts, refusals by cause, queue waits and gauges under the layer's names.
+#[cfg(feature = "tower")]
+#[tokio::test(start_paused = true)]
+async fn a_layer_workload_scrapes_to_exact_admissions_refusals_waits_and_gauges() {
+    use lockgate_pdfpool::AdmissionLayer;
+    use tokio::sync::Semaphore;
+    use tower::{Layer, ServiceExt, service_fn};
+
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let scrape = recorder.handle();
+    let hooks = metrics::with_local_recorder(&recorder, || {
+        MetricsHooks::layer_with_labels(&[("layer", "t")])
+    });
+    let layer = AdmissionLayer::with_hooks(1, 1, WAIT, hooks);
+    let release = Arc::new(Semaphore::new(0));
+    let service = layer.layer(service_fn({
+        let release = Arc::clone(&release);
+        move |n: u32| {
+            let release = Arc::clone(&release);
+            async move {
+                release.acquire().await.unwrap().forget();
+                Ok::<_, std::convert::Infallible>(n)
+            }
+        }
+    }));
+    let send = |n| tokio::spawn(service.clone().oneshot(n));
+
+    // The first goes in, the second queues, the third is refused at once.
+    let first = send(1);
+    settle().await;
+    let second = send(2);
+    settle().await;
+    assert!(send(3).await.unwrap().is_err());
+    let now = samples(&scrape.render());
+    assert_eq!(
+        value(&now, r#"lockgate_pdfpool_layer_requests_inside{layer="t"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(&now, r#"lockgate_pdfpool_layer_requests_queued{layer="t"}"#),
+        1.0
+    );
+
+    // After 2 s the first answers and the second goes in; a fourth waits past the limit, a
+    // fifth goes away after 1 s; then the second answers.
+    advance(secs(2)).await;
+    release.add_permits(1);
+    assert_eq!(first.await.unwrap().unwrap(), 1);
+    settle().await;
+    let expires = send(4);
+    settle().await;
+    advance(WAIT).await;
+    assert!(expires.await.unwrap().is_err());
+    let leaves = send(5);
+    settle().await;
+    advance(secs(1)).await;
+    leaves.abort();
+    settle().await;
+    release.add_permits(1);
+    assert_eq!(second.await.unwrap().unwrap(), 2);
+
+    let text = scrape.render();
+    let got = samples(&text);
+    let expected = [
+        (
+            r#"lockgate_pdfpool_layer_requests_total{layer="t",admission="admitted"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_layer_requests_total{layer="t",admission="queued"}"#,
+            3.0,
+        ),
+        (
+            r#"lockgate_pdfpool_layer_requests_total{layer="t",admission="refused"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_layer_requests_refused_total{layer="t",cause="queue_full"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_layer_requests_refused_total{layer="t",cause="wait_expired"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_layer_queue_wait_seconds_count{layer="t",exit="admitted"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_layer_queue_wait_seconds_sum{layer="t",exit="admitted"}"#,
+            2.0,
+        ),
+        (
+            r#"lockgate_pdfpool_layer_queue_wait_seconds_count{layer="t",exit="expired"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_layer_queue_wait_seconds_sum{layer="t",exit="expired"}"#,
+            10.0,
+        ),
+        (
+            r#"lockgate_pdfpool_layer_queue_wait_seconds_count{layer="t",exit="abandoned"}"#,
+            1.0,
+        ),
+        (
+            r#"lockgate_pdfpool_layer_queue_wait_seconds_sum{layer="t",exit="abandoned"}"#,
+            1.0,
+        ),
+        (r#"lockgate_pdfpool_layer_requests_inside{layer="t"}"#, 0.0),
+        (r#"lockgate_pdfpool_layer_requests_queued{layer="t"}"#, 0.0),
+    ];
+    for (series, want) in expected {
+        assert_eq!(value(&got, series), want, "{series} in:\n{text}");
+    }
+    // Nothing else was reported (none of the pool's names) but the histograms' quantiles.
+    let reported: Vec<&str> = got
+        .keys()
+        .filter(|series| !series.contains("quantile="))
+        .map(String::as_str)
+        .collect();
+    let mut listed: Vec<&str> = expected.iter().map(|(series, _)| *series).collect();
+    listed.sort_unstable();
+    assert_eq!(reported, listed, "in:\n{text}");
+    assert!(text.contains("# TYPE lockgate_pdfpool_layer_requests_inside gauge"));
+    assert!(text.contains("# HELP lockgate_pdfpool_layer_requests_refused_total Requests the"));
+}

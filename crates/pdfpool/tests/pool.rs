@@ -738,3 +738,34 @@ fn the_limits_read_back_as_given_and_wait_is_capped() {
     assert_eq!((unlimited.slots(), unlimited.queue_limit()), (1, 0));
     assert_eq!(unlimited.wait(), TestPool::MAX_WAIT);
 }
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_secs_rounds_the_pools_wait_up_to_a_whole_second() {
+    let pool = TestPool::new(1, 0, Duration::from_millis(2_500));
+    let (mut gate, job) = gated();
+    let running = spawn_run(&pool, "a", "alice", job);
+    settle().await;
+    let refused = pool.run("b", "bob", never()).await.unwrap_err();
+    assert_eq!(refused.retry_after(), Some(Duration::from_millis(2_500)));
+    assert_eq!(
+        refused.retry_after_secs(),
+        Some(3),
+        "2.5 s rounds up, not down"
+    );
+    gate.finish("done".into());
+    assert_eq!(running.await.unwrap(), Ok("done".into()));
+
+    let busy = |retry_after| Error::Busy {
+        cause: BusyCause::WaitExpired,
+        retry_after,
+    };
+    assert_eq!(busy(Duration::ZERO).retry_after_secs(), Some(1));
+    assert_eq!(busy(Duration::from_millis(1)).retry_after_secs(), Some(1));
+    assert_eq!(
+        busy(Duration::from_millis(2_001)).retry_after_secs(),
+        Some(3)
+    );
+    assert_eq!(busy(Duration::from_secs(5)).retry_after_secs(), Some(5));
+    assert_eq!(Error::CallerBusy.retry_after_secs(), None);
+    assert_eq!(Error::Closed.retry_after_secs(), None);
+}

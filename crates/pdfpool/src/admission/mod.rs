@@ -5,6 +5,24 @@
 //! once. This layer does both in order: a request goes in while a slot is free, waits in a
 //! FIFO queue of `queue` places for at most `wait` otherwise, and is refused at once when the
 //! queue is full. The state machine is in `gate.rs`.
+//!
+//! The layer reports to the pool's [`Hooks`] (one seam for both), mapped in the docs of
+//! [`AdmissionLayer::with_hooks`]. Hooks run after the gate's step they report, never under
+//! its lock, under `panicguard` (the pool's `Installed`), on the task that polls the request.
+//! Without hooks no clock is read and nothing is cloned for them: one branch per event.
+//!
+//! # Invariants of the reports
+//!
+//! 1. Every request reports exactly one of `started`, `queued` or `refused`, in `call`.
+//! 2. A queued request reports exactly one of `started_from_queue`, `expired` or `abandoned`:
+//!    its `QueueWatch` holds the report and gives it up once (taken by the first two, or by
+//!    its drop).
+//! 3. A request that went in reports exactly one of `finished` or `dropped`: its `Inside`
+//!    holds the report and gives it up once (at the response, or in its drop).
+//! 4. A report comes after the gate's step it reports: `Inside` gives its slot back before
+//!    reporting, and `QueueWatch` is the last field of the waiting state, dropped after the
+//!    wait that holds the queue place. So a hook reading `inside()` or `queued()` sees the
+//!    step done, and never runs under the gate's lock.
 
 mod gate;
 
@@ -14,8 +32,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use gate::{Entry, Gate, Slot};
+use tokio::time::Instant;
 
-use crate::error::BusyCause;
+use crate::error::{BusyCause, Error};
+use crate::hooks::{Hooks, Installed};
 use crate::sync::Arc;
 
 /// Bounds a tower service like a [`Pool`](crate::Pool) bounds jobs: at most `slots` requests
@@ -45,7 +65,9 @@ use crate::sync::Arc;
 /// compare-and-swap to enter, one to leave); the gate's lock is taken only to queue a request,
 /// to refuse one when every slot is taken, and to pass a freed slot to a waiting request. No
 /// allocation for a request that goes in or is refused at once; a waiting request allocates
-/// its wait (a box, a oneshot) and a timer, and clones the inner service.
+/// its wait (a box, a oneshot) and a timer, and clones the inner service. With hooks
+/// ([`with_hooks`](Self::with_hooks)), a request also clones the layer's `Arc` and reads the
+/// clock for its reports; without, it pays one branch per event.
 ///
 /// Admission happens in `call`: the response future holds the slot (or the queue place) from
 /// then on, polled or not, until it ends or is dropped. Readiness is the inner service's:
@@ -90,7 +112,22 @@ use crate::sync::Arc;
 /// ```
 #[derive(Debug, Clone)]
 pub struct AdmissionLayer {
+    limits: Arc<Limits>,
+}
+
+/// What every service of one layer shares: the gate, and the hooks it reports to.
+struct Limits {
     gate: Arc<Gate>,
+    hooks: Installed,
+}
+
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limits")
+            .field("gate", &self.gate)
+            .field("hooks", &self.hooks.any())
+            .finish()
+    }
 }
 
 impl AdmissionLayer {
@@ -103,39 +140,118 @@ impl AdmissionLayer {
     /// If `slots` is 0: nothing could ever go in.
     #[track_caller]
     pub fn new(slots: usize, queue: usize, wait: Duration) -> Self {
+        Self::build(slots, queue, wait, None)
+    }
+
+    /// As [`new`](Self::new), reporting every request to `hooks`: the pool's [`Hooks`], with
+    /// a request of the layer in the place of a job (it has no key, so nothing joins):
+    ///
+    /// | Hook | When |
+    /// | --- | --- |
+    /// | [`started`](Hooks::started) (zero wait) | a request went in at once |
+    /// | [`queued`](Hooks::queued) | a request was queued: every slot was taken |
+    /// | [`started_from_queue`](Hooks::started_from_queue) | a queued request went in, after its queue wait |
+    /// | [`refused`](Hooks::refused) | refused at once: [`Error::Busy`] with [`BusyCause::QueueFull`] and the layer's wait as its hint |
+    /// | [`expired`](Hooks::expired) | a queued request waited `wait` and was refused ([`BusyCause::WaitExpired`]) |
+    /// | [`abandoned`](Hooks::abandoned) | a queued request's future was dropped before it went in |
+    /// | [`finished`](Hooks::finished) | a request inside ended: the inner service answered (a response or its error), after its time inside |
+    /// | [`dropped`](Hooks::dropped) | a request inside was dropped before the inner service answered (cancelled, or a panic unwinding through it) |
+    ///
+    /// [`joined`](Hooks::joined) and [`panicked`](Hooks::panicked) are never called. The
+    /// events balance as the pool's do: every request is exactly one of `started`, `queued` or
+    /// `refused`; every queued one leaves as one of `started_from_queue`, `expired` or
+    /// `abandoned`; every one that went in ends as `finished` or `dropped`. With feature
+    /// `metrics`, `MetricsHooks::layer` reports them under the layer's own metric names.
+    ///
+    /// The guarantees of [`Hooks`] hold: a hook runs after the step it reports, never under
+    /// the gate's lock, with its panics caught, on the task polling the request. A slot passed
+    /// to a queued request is its own at once (so [`inside`](Self::inside) does not change),
+    /// but `started_from_queue` runs when that request is next polled.
+    ///
+    /// # Panics
+    ///
+    /// If `slots` is 0, as for [`new`](Self::new).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::time::Duration;
+    ///
+    /// use lockgate_pdfpool::{AdmissionLayer, Hooks};
+    /// use tower::{Layer, ServiceExt, service_fn};
+    ///
+    /// #[derive(Default)]
+    /// struct Counts {
+    ///     admitted: AtomicU64,
+    ///     answered: AtomicU64,
+    /// }
+    ///
+    /// impl Hooks for Counts {
+    ///     fn started(&self, _queue_wait: Duration) {
+    ///         self.admitted.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    ///     fn finished(&self, _time_inside: Duration) {
+    ///         self.answered.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// }
+    ///
+    /// let counts = Arc::new(Counts::default());
+    /// let layer = AdmissionLayer::with_hooks(2, 4, Duration::from_secs(5), Arc::clone(&counts));
+    /// let service = layer.layer(service_fn(|n: u32| async move {
+    ///     Ok::<_, std::convert::Infallible>(n + 1)
+    /// }));
+    /// assert_eq!(service.oneshot(1).await.unwrap(), 2);
+    /// assert_eq!(counts.admitted.load(Ordering::Relaxed), 1);
+    /// assert_eq!(counts.answered.load(Ordering::Relaxed), 1);
+    /// # }
+    /// ```
+    #[track_caller]
+    pub fn with_hooks(slots: usize, queue: usize, wait: Duration, hooks: impl Hooks) -> Self {
+        Self::build(slots, queue, wait, Some(Box::new(hooks)))
+    }
+
+    #[track_caller]
+    fn build(slots: usize, queue: usize, wait: Duration, hooks: Option<Box<dyn Hooks>>) -> Self {
         assert!(
             slots > 0,
             "pdfpool::AdmissionLayer::new: `slots` must be at least 1"
         );
         let wait = wait.min(crate::Pool::<(), (), ()>::MAX_WAIT);
         Self {
-            gate: Arc::new(Gate::new(slots, queue, wait)),
+            limits: Arc::new(Limits {
+                gate: Arc::new(Gate::new(slots, queue, wait)),
+                hooks: Installed::new(hooks),
+            }),
         }
     }
 
     /// How many requests may be inside at once.
     pub fn slots(&self) -> usize {
-        self.gate.slots()
+        self.limits.gate.slots()
     }
 
     /// How many requests may wait at most.
     pub fn queue_limit(&self) -> usize {
-        self.gate.queue_limit()
+        self.limits.gate.queue_limit()
     }
 
     /// How long a request waits at most (also the [`Rejected::retry_after`] hint).
     pub fn wait(&self) -> Duration {
-        self.gate.wait()
+        self.limits.gate.wait()
     }
 
     /// How many requests are inside now (at most `slots`).
     pub fn inside(&self) -> usize {
-        self.gate.inside()
+        self.limits.gate.inside()
     }
 
     /// How many requests wait now (at most `queue`).
     pub fn queued(&self) -> usize {
-        self.gate.queued()
+        self.limits.gate.queued()
     }
 }
 
@@ -145,7 +261,7 @@ impl<S> tower_layer::Layer<S> for AdmissionLayer {
     fn layer(&self, inner: S) -> Admission<S> {
         Admission {
             inner,
-            gate: Arc::clone(&self.gate),
+            limits: Arc::clone(&self.limits),
         }
     }
 }
@@ -155,7 +271,7 @@ impl<S> tower_layer::Layer<S> for AdmissionLayer {
 #[derive(Debug, Clone)]
 pub struct Admission<S> {
     inner: S,
-    gate: Arc<Gate>,
+    limits: Arc<Limits>,
 }
 
 /// Why [`Admission`] returned no response: refused by the limits, or an error of the inner
@@ -195,9 +311,11 @@ impl Rejected {
 
     /// [`retry_after`](Self::retry_after) in whole seconds, rounded up and at least 1: the
     /// value of an HTTP `Retry-After` header.
+    ///
+    /// [`Error::retry_after_secs`](crate::Error::retry_after_secs) rounds the pool's hint the
+    /// same way.
     pub fn retry_after_secs(&self) -> u64 {
-        let secs = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
-        secs.max(1)
+        crate::error::retry_after_secs(self.retry_after)
     }
 }
 
@@ -225,13 +343,16 @@ pin_project_lite::pin_project! {
     #[project = StateProj]
     enum State<F, S, Request> {
         /// Inside: the inner service's response future, and the slot it holds.
-        Calling { #[pin] future: F, slot: Option<Slot> },
+        Calling { #[pin] future: F, inside: Inside },
         /// In the queue, with the service (already ready) and the request to call it with.
         Waiting {
             wait: SlotWait,
             inner: Option<S>,
             request: Option<Request>,
             retry_after: Duration,
+            // Last: dropped after `wait`, so `abandoned` is reported once the queue place is
+            // given back.
+            watch: QueueWatch,
         },
         /// Refused at once.
         Refused { rejected: Option<Rejected> },
@@ -261,10 +382,10 @@ where
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         loop {
             match self.as_mut().project().state.project() {
-                StateProj::Calling { future, slot } => {
+                StateProj::Calling { future, inside } => {
                     let response = std::task::ready!(future.poll(cx));
                     // The slot frees as soon as the response is there.
-                    drop(slot.take());
+                    inside.end(false);
                     return Poll::Ready(response.map_err(AdmissionError::Service));
                 }
                 StateProj::Waiting {
@@ -272,23 +393,26 @@ where
                     inner,
                     request,
                     retry_after,
+                    watch,
                 } => {
                     let slot = match std::task::ready!(wait.as_mut().poll(cx)) {
                         Ok(slot) => slot,
                         Err(cause) => {
+                            watch.expired();
                             return Poll::Ready(Err(AdmissionError::Rejected(Rejected {
                                 cause,
                                 retry_after: *retry_after,
                             })));
                         }
                     };
+                    let inside = watch.went_in(slot);
                     let mut inner = inner.take().expect("a waiting request has its service");
                     let request = request.take().expect("a waiting request has its request");
                     let future = inner.call(request);
-                    self.as_mut().project().state.set(State::Calling {
-                        future,
-                        slot: Some(slot),
-                    });
+                    self.as_mut()
+                        .project()
+                        .state
+                        .set(State::Calling { future, inside });
                 }
                 StateProj::Refused { rejected } => {
                     let rejected = rejected.take().expect("polled after it returned Ready");
@@ -314,12 +438,19 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let state = match Gate::enter(&self.gate) {
-            Entry::Inside(slot) => State::Calling {
-                future: self.inner.call(request),
-                slot: Some(slot),
-            },
+        let limits = &self.limits;
+        let state = match Gate::enter(&limits.gate) {
+            Entry::Inside(slot) => {
+                limits.hooks.call(|hooks| hooks.started(Duration::ZERO));
+                // Before the call: a panic in it gives the slot back and reports `dropped`.
+                let inside = Inside::new(slot, limits);
+                State::Calling {
+                    future: self.inner.call(request),
+                    inside,
+                }
+            }
             Entry::Queued(queued) => {
+                limits.hooks.call(|hooks| hooks.queued());
                 // The ready service waits with the request; a clone stays for the next call.
                 let clone = self.inner.clone();
                 let ready = std::mem::replace(&mut self.inner, clone);
@@ -327,16 +458,119 @@ where
                     wait: Box::pin(queued.wait()),
                     inner: Some(ready),
                     request: Some(request),
-                    retry_after: self.gate.wait(),
+                    retry_after: limits.gate.wait(),
+                    watch: QueueWatch::new(limits),
                 }
             }
-            Entry::Full => State::Refused {
-                rejected: Some(Rejected {
+            Entry::Full => {
+                let rejected = Rejected {
                     cause: BusyCause::QueueFull,
-                    retry_after: self.gate.wait(),
-                }),
-            },
+                    retry_after: limits.gate.wait(),
+                };
+                limits.hooks.call(|hooks| {
+                    hooks.refused(&Error::Busy {
+                        cause: rejected.cause,
+                        retry_after: rejected.retry_after,
+                    });
+                });
+                State::Refused {
+                    rejected: Some(rejected),
+                }
+            }
         };
         AdmissionFuture { state }
+    }
+}
+
+/// A hook report owed: the layer's shared state and when the report's wait began. Only made
+/// when hooks are installed.
+type Report = Option<(Arc<Limits>, Instant)>;
+
+fn report(limits: &Arc<Limits>) -> Report {
+    limits
+        .hooks
+        .any()
+        .then(|| (Arc::clone(limits), Instant::now()))
+}
+
+/// A request inside the inner service: its slot, and (with hooks) its `finished` or
+/// `dropped` report, made once the slot is given back.
+struct Inside {
+    slot: Option<Slot>,
+    report: Report,
+}
+
+impl Inside {
+    fn new(slot: Slot, limits: &Arc<Limits>) -> Self {
+        Self {
+            slot: Some(slot),
+            report: report(limits),
+        }
+    }
+
+    /// Gives the slot back, then reports the request's time inside (once).
+    fn end(&mut self, dropped: bool) {
+        drop(self.slot.take());
+        if let Some((limits, since)) = self.report.take() {
+            let time_inside = since.elapsed();
+            limits.hooks.call(|hooks| {
+                if dropped {
+                    hooks.dropped(time_inside);
+                } else {
+                    hooks.finished(time_inside);
+                }
+            });
+        }
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        self.end(true);
+    }
+}
+
+/// A queued request's report (with hooks): it went in, expired, or (dropped first) was
+/// abandoned, after its queue wait.
+struct QueueWatch {
+    report: Report,
+}
+
+impl QueueWatch {
+    fn new(limits: &Arc<Limits>) -> Self {
+        Self {
+            report: report(limits),
+        }
+    }
+
+    /// The request got `slot`: reports `started_from_queue` and starts its time inside.
+    fn went_in(&mut self, slot: Slot) -> Inside {
+        let report = self.report.take().map(|(limits, since)| {
+            let queue_wait = since.elapsed();
+            limits
+                .hooks
+                .call(|hooks| hooks.started_from_queue(queue_wait));
+            (limits, Instant::now())
+        });
+        Inside {
+            slot: Some(slot),
+            report,
+        }
+    }
+
+    fn expired(&mut self) {
+        if let Some((limits, since)) = self.report.take() {
+            let queue_wait = since.elapsed();
+            limits.hooks.call(|hooks| hooks.expired(queue_wait));
+        }
+    }
+}
+
+impl Drop for QueueWatch {
+    fn drop(&mut self) {
+        if let Some((limits, since)) = self.report.take() {
+            let queue_wait = since.elapsed();
+            limits.hooks.call(|hooks| hooks.abandoned(queue_wait));
+        }
     }
 }

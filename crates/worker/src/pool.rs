@@ -2,7 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::core::{Ran, Rejected, Shared, Spawned, Task, Wait};
+use crate::core::{Ran, Rejected, Runnable, Shared, Task, Wait};
+use crate::handle::ResultSender;
 use crate::sync::Arc;
 use crate::{
     BuildError, Builder, CloseError, JoinError, PoolJoinError, SubmitError, SubmitTimeoutError,
@@ -211,25 +212,97 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (sender, handle) = TaskHandle::channel();
-        let job = Spawned(move || {
-            let result = lockgate_panicguard::catch(task).map_err(|panic| {
-                tracing::error!(panic = panic.message(), "a spawned pool task panicked");
-                JoinError::Panicked(panic)
-            });
-            let ran = if result.is_ok() {
-                Ran::Returned
-            } else {
-                Ran::Panicked
-            };
-            sender.send(result);
-            ran
-        });
+        let (job, handle) = SpawnJob::new(task);
         match Shared::submit(&self.shared, Box::new(job), Wait::Forever) {
             Ok(()) => handle,
             // Only when closing (`submit` waits for room). The rejected job (and the sender
             // in it) is dropped; a fresh handle says why.
             Err(_rejected) => TaskHandle::closed(),
+        }
+    }
+
+    /// Spawns a task that returns a value if there is room now, like [`Pool::try_submit`];
+    /// never blocks. [`TaskHandle::join`] (or awaiting the handle) gives the value or the
+    /// task's panic.
+    ///
+    /// # Errors
+    ///
+    /// - [`TrySubmitError::Full`] with the task when the capacity rule is at its limit.
+    /// - [`TrySubmitError::Closed`] with the task when the pool is closing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = lockgate_worker::Pool::builder(1, 1).submit_buffer(0).build()?;
+    /// let (release, gate) = std::sync::mpsc::channel::<()>();
+    /// let busy = pool.try_spawn(move || gate.recv().unwrap())?; // the one worker is busy
+    /// let full = pool.try_spawn(|| 6 * 7).unwrap_err(); // 1/2 + 0 = no waiting place
+    /// assert!(full.is_full());
+    /// let task = full.into_inner(); // ours again: run it, retry it, or drop it
+    /// assert_eq!(task(), 42);
+    /// release.send(())?;
+    /// busy.join()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_spawn<F, T>(&self, task: F) -> Result<TaskHandle<T>, TrySubmitError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (job, handle) = SpawnJob::new(task);
+        match Shared::submit(&self.shared, Box::new(job), Wait::No) {
+            Ok(()) => Ok(handle),
+            Err(Rejected::Full(job)) => Err(TrySubmitError::Full(SpawnJob::hand_back(job))),
+            Err(Rejected::Closed(job)) => Err(TrySubmitError::Closed(SpawnJob::hand_back(job))),
+            Err(Rejected::Timeout(_)) => unreachable!("try_spawn never waits"),
+        }
+    }
+
+    /// Spawns a task that returns a value, waiting at most `timeout` for room, like
+    /// [`Pool::submit_timeout`]. [`TaskHandle::join`] (or awaiting the handle) gives the
+    /// value or the task's panic.
+    ///
+    /// # Errors
+    ///
+    /// - [`SubmitTimeoutError::Timeout`] with the task when the pool stayed full.
+    /// - [`SubmitTimeoutError::Closed`] with the task when the pool is closing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let pool = lockgate_worker::Pool::builder(1, 1).submit_buffer(0).build()?;
+    /// let (release, gate) = std::sync::mpsc::channel::<()>();
+    /// let busy = pool.spawn(move || gate.recv().unwrap());
+    /// let late = pool.spawn_timeout(|| 1, Duration::from_millis(10)).unwrap_err();
+    /// assert!(late.is_timeout());
+    /// release.send(())?;
+    /// busy.join()?;
+    /// let answer = pool.spawn_timeout(late.into_inner(), Duration::from_secs(60))?;
+    /// assert_eq!(answer.join()?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_timeout<F, T>(
+        &self,
+        task: F,
+        timeout: Duration,
+    ) -> Result<TaskHandle<T>, SubmitTimeoutError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        // A timeout too large for `Instant` waits like `spawn`.
+        let wait = Instant::now()
+            .checked_add(timeout)
+            .map_or(Wait::Forever, Wait::Until);
+        let (job, handle) = SpawnJob::new(task);
+        match Shared::submit(&self.shared, Box::new(job), wait) {
+            Ok(()) => Ok(handle),
+            Err(Rejected::Timeout(job) | Rejected::Full(job)) => {
+                Err(SubmitTimeoutError::Timeout(SpawnJob::hand_back(job)))
+            }
+            Err(Rejected::Closed(job)) => Err(SubmitTimeoutError::Closed(SpawnJob::hand_back(job))),
         }
     }
 
@@ -437,5 +510,57 @@ fn hand_back<F: 'static>(task: Task) -> F {
     match task.into_any().downcast::<F>() {
         Ok(task) => *task,
         Err(_) => unreachable!("the core hands back the box it was given"),
+    }
+}
+
+/// A spawned task as the core stores it: the caller's closure and the sender of its handle,
+/// kept apart (not captured in a closure) so a rejected spawn hands the closure back.
+struct SpawnJob<F, T> {
+    task: F,
+    sender: ResultSender<T>,
+}
+
+impl<F, T> SpawnJob<F, T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    /// The job and the handle its sender fills.
+    fn new(task: F) -> (Self, TaskHandle<T>) {
+        let (sender, handle) = TaskHandle::channel();
+        (Self { task, sender }, handle)
+    }
+
+    /// The caller's closure from a rejected job. The sender goes with the rest of the job;
+    /// the handle it would have filled was never given out.
+    fn hand_back(job: Task) -> F {
+        hand_back::<Self>(job).task
+    }
+}
+
+/// The job catches its task's panic (to hand it to the `TaskHandle`) and reports it, so the
+/// pool counts spawned tasks' panics like submitted ones'.
+impl<F, T> Runnable for SpawnJob<F, T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    fn run(self: Box<Self>) -> Ran {
+        let Self { task, sender } = *self;
+        let result = lockgate_panicguard::catch(task).map_err(|panic| {
+            tracing::error!(panic = panic.message(), "a spawned pool task panicked");
+            JoinError::Panicked(panic)
+        });
+        let ran = if result.is_ok() {
+            Ran::Returned
+        } else {
+            Ran::Panicked
+        };
+        sender.send(result);
+        ran
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
     }
 }

@@ -93,7 +93,8 @@ pub(crate) trait Runnable: Send + 'static {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ran {
     Returned,
-    /// It panicked: caught by the worker, or by the task itself (as [`Spawned`] does).
+    /// It panicked: caught by the worker, or by the task itself (as `Pool::spawn`'s job
+    /// does).
     Panicked,
 }
 
@@ -101,20 +102,6 @@ impl<F: FnOnce() + Send + 'static> Runnable for F {
     fn run(self: Box<Self>) -> Ran {
         (*self)();
         Ran::Returned
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
-        self
-    }
-}
-
-/// A task that catches its own panic (to hand it to a `TaskHandle`) and returns whether it
-/// caught one, so the pool counts spawned tasks' panics like submitted ones'.
-pub(crate) struct Spawned<F>(pub(crate) F);
-
-impl<F: FnOnce() -> Ran + Send + 'static> Runnable for Spawned<F> {
-    fn run(self: Box<Self>) -> Ran {
-        (self.0)()
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {

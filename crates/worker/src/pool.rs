@@ -2,12 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use crate::core::{Ran, Rejected, Runnable, Shared, Task, Wait};
+use crate::core::{Ran, Rejected, RoomWait, Runnable, Shared, Task, Wait};
 use crate::handle::ResultSender;
 use crate::sync::Arc;
 use crate::{
-    BuildError, Builder, CloseError, JoinError, PoolJoinError, SubmitError, SubmitTimeoutError,
-    TaskHandle, TrySubmitError,
+    BuildError, Builder, CloseError, JoinError, PoolJoinError, SpawnAsync, SubmitAsync,
+    SubmitError, SubmitTimeoutError, TaskHandle, TrySubmitError,
 };
 
 /// An elastic pool of OS threads running `FnOnce() + Send + 'static` tasks.
@@ -35,8 +35,11 @@ use crate::{
 ///   stop serving every other future meanwhile. Close it where blocking is fine instead,
 ///   for example in `tokio::task::spawn_blocking(move || pool.close())`, and await that
 ///   (example below); [`Pool::join`] likewise blocks, and a [`TaskHandle`] can be awaited.
+/// - **Async submits wait without blocking.** [`Pool::submit_async`] and
+///   [`Pool::spawn_async`] wait for room as futures; waiting ones are woken oldest first,
+///   one per finished task, and a dropped one accepted nothing.
 /// - **Not promised:** fairness between blocked submitters (whoever the OS wakes first gets
-///   the room), or which worker runs a task.
+///   the room), between them and async submitters, or which worker runs a task.
 ///
 /// Cost: a submit to a busy pool (every worker running, `max` workers, room left) takes no
 /// lock, only a compare-and-swap and a push; a worker going from one task to the next takes
@@ -306,6 +309,97 @@ impl Pool {
         }
     }
 
+    /// Submits a task from async code: the future waits for room without blocking the
+    /// thread that polls it, and completes once the task is accepted (not run).
+    ///
+    /// It accepts at once when there is room, like [`Pool::try_submit`]; on a full pool it
+    /// leaves the polling task's waker with the pool, and a finishing task wakes it (every
+    /// finish wakes the waiter that waited longest, so room less than the batch a blocked
+    /// [`Pool::submit`] waits for reaches it too). It needs no particular runtime.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future before it completes (in `select!`, or by a timeout)
+    /// accepts nothing, and drops the task unrun. A dropped future leaves no waker behind,
+    /// and if it was woken for room it never took, it passes that wake-up on to the next
+    /// waiter.
+    ///
+    /// # Errors
+    ///
+    /// The future gives [`SubmitError`] with the task when the pool is closing (also if it
+    /// begins closing while the future waits).
+    ///
+    /// # Panics
+    ///
+    /// The future panics if polled again after it completed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = lockgate_worker::Pool::builder(1, 2).submit_buffer(0).build()?;
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// runtime.block_on(async {
+    ///     for n in 0..40 {
+    ///         // Waits while the pool is full; the runtime's thread runs other tasks then.
+    ///         pool.submit_async(move || println!("task {n}")).await?;
+    ///     }
+    ///     Ok::<_, Box<dyn std::error::Error>>(())
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn submit_async<F>(&self, task: F) -> SubmitAsync<'_, F>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        SubmitAsync::new(RoomWait::new(&self.shared, Box::new(task)))
+    }
+
+    /// Spawns a task that returns a value, from async code: the future waits for room like
+    /// [`Pool::submit_async`], without blocking the polling thread, and gives the task's
+    /// [`TaskHandle`] once it is accepted; await the handle for the value.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`Pool::submit_async`]: dropped before it completes, the future
+    /// accepted nothing and the task is dropped unrun. (Dropping the handle it gave, by
+    /// contrast, never cancels the accepted task.)
+    ///
+    /// # Errors
+    ///
+    /// The future gives [`SubmitError`] with the task when the pool is closing.
+    ///
+    /// # Panics
+    ///
+    /// The future panics if polled again after it completed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = lockgate_worker::Pool::builder(1, 2).submit_buffer(0).build()?;
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let sum = runtime.block_on(async {
+    ///     let mut handles = Vec::new();
+    ///     for n in 1..=10u64 {
+    ///         handles.push(pool.spawn_async(move || n * n).await?); // accepted
+    ///     }
+    ///     let mut sum = 0;
+    ///     for handle in handles {
+    ///         sum += handle.await?; // finished
+    ///     }
+    ///     Ok::<_, Box<dyn std::error::Error>>(sum)
+    /// })?;
+    /// assert_eq!(sum, 385);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_async<F, T>(&self, task: F) -> SpawnAsync<'_, F, T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (job, handle) = SpawnJob::new(task);
+        SpawnAsync::new(RoomWait::new(&self.shared, Box::new(job)), handle)
+    }
+
     /// Stops intake, waits until every accepted task (queued ones included) has run, and
     /// joins every worker thread. Idempotent and callable from several threads at once:
     /// each call returns once the pool is drained. `Drop` does the same.
@@ -506,7 +600,7 @@ impl std::fmt::Debug for Pool {
 }
 
 /// Recovers the caller's task from the box the core stored.
-fn hand_back<F: 'static>(task: Task) -> F {
+pub(crate) fn hand_back<F: 'static>(task: Task) -> F {
     match task.into_any().downcast::<F>() {
         Ok(task) => *task,
         Err(_) => unreachable!("the core hands back the box it was given"),
@@ -515,7 +609,7 @@ fn hand_back<F: 'static>(task: Task) -> F {
 
 /// A spawned task as the core stores it: the caller's closure and the sender of its handle,
 /// kept apart (not captured in a closure) so a rejected spawn hands the closure back.
-struct SpawnJob<F, T> {
+pub(crate) struct SpawnJob<F, T> {
     task: F,
     sender: ResultSender<T>,
 }
@@ -533,7 +627,7 @@ where
 
     /// The caller's closure from a rejected job. The sender goes with the rest of the job;
     /// the handle it would have filled was never given out.
-    fn hand_back(job: Task) -> F {
+    pub(crate) fn hand_back(job: Task) -> F {
         hand_back::<Self>(job).task
     }
 }

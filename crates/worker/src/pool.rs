@@ -109,7 +109,8 @@ impl Pool {
         Builder::new(min, max)
     }
 
-    /// Submits a task, blocking while the pool is full.
+    /// Submits a task, blocking while the pool is full (from async code, use
+    /// [`Pool::submit_async`], which waits without blocking).
     ///
     /// A blocked submit is woken once a batch of places is free (see "Rule 2" in the crate
     /// docs), and wakes by itself after a millisecond at most to look for less room than
@@ -195,7 +196,8 @@ impl Pool {
     }
 
     /// Submits a task that returns a value, blocking while the pool is full like
-    /// [`Pool::submit`]; [`TaskHandle::join`] gives the value or the task's panic.
+    /// [`Pool::submit`]; [`TaskHandle::join`] gives the value or the task's panic. From
+    /// async code, use [`Pool::spawn_async`], which waits without blocking.
     ///
     /// If the pool is closing the task is dropped unrun and `join` returns
     /// [`JoinError::Closed`].

@@ -22,6 +22,30 @@ use crate::{SubmitError, TaskHandle};
 /// that returns `Ready(Ok(()))`, so a future dropped while pending (in `select!`, or by a
 /// timeout) drops its task unrun, and leaves no waker behind that could take a wake-up
 /// meant for another waiter.
+///
+/// # Examples
+///
+/// Cancelled by `select!` while the pool is full: the runtime's thread ran the other branch
+/// meanwhile, and the task was never accepted.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let pool = lockgate_worker::Pool::builder(1, 1).submit_buffer(0).build()?;
+/// let (release, gate) = std::sync::mpsc::channel::<()>();
+/// pool.submit(move || gate.recv().unwrap())?; // the pool is full
+/// let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+/// runtime.block_on(async {
+///     tokio::select! {
+///         _ = pool.submit_async(|| println!("never accepted")) => unreachable!(),
+///         () = tokio::time::sleep(Duration::from_millis(10)) => {}
+///     }
+/// });
+/// release.send(())?;
+/// pool.close()?;
+/// assert_eq!(pool.completed(), 1); // the gated task only
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "futures do nothing unless awaited; the task is accepted only once this completes"]
 pub struct SubmitAsync<'a, F> {
     wait: RoomWait<'a>,
@@ -74,6 +98,21 @@ impl<F> fmt::Debug for SubmitAsync<'_, F> {
 ///
 /// As for [`SubmitAsync`]: dropped before it completes, it accepted nothing and its task is
 /// dropped unrun.
+///
+/// # Examples
+///
+/// Two awaits: the first for room (acceptance), the second, on the handle, for the value.
+///
+/// ```
+/// let pool = lockgate_worker::Pool::new(1, 2)?;
+/// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+/// let answer = runtime.block_on(async {
+///     let handle = pool.spawn_async(|| 6 * 7).await?; // accepted
+///     Ok::<_, Box<dyn std::error::Error>>(handle.await?) // finished
+/// })?;
+/// assert_eq!(answer, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "futures do nothing unless awaited; the task is accepted only once this completes"]
 pub struct SpawnAsync<'a, F, T> {
     wait: RoomWait<'a>,

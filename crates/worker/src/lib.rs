@@ -11,6 +11,7 @@ mod handle;
 mod pool;
 #[cfg(feature = "metrics")]
 mod pool_metrics;
+mod submit_async;
 mod sync;
 
 #[cfg(test)]
@@ -26,3 +27,4 @@ pub use lockgate_panicguard::Panic;
 pub use pool::Pool;
 #[cfg(feature = "metrics")]
 pub use pool_metrics::PoolMetrics;
+pub use submit_async::{SpawnAsync, SubmitAsync};

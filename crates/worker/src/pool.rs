@@ -2,11 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use crate::core::{Ran, Rejected, Shared, Spawned, Task, Wait};
+use crate::core::{Ran, Rejected, RoomWait, Runnable, Shared, Task, Wait};
+use crate::handle::ResultSender;
 use crate::sync::Arc;
 use crate::{
-    BuildError, Builder, CloseError, JoinError, PoolJoinError, SubmitError, SubmitTimeoutError,
-    TaskHandle, TrySubmitError,
+    BuildError, Builder, CloseError, JoinError, PoolJoinError, SpawnAsync, SubmitAsync,
+    SubmitError, SubmitTimeoutError, TaskHandle, TrySubmitError,
 };
 
 /// An elastic pool of OS threads running `FnOnce() + Send + 'static` tasks.
@@ -34,8 +35,11 @@ use crate::{
 ///   stop serving every other future meanwhile. Close it where blocking is fine instead,
 ///   for example in `tokio::task::spawn_blocking(move || pool.close())`, and await that
 ///   (example below); [`Pool::join`] likewise blocks, and a [`TaskHandle`] can be awaited.
+/// - **Async submits wait without blocking.** [`Pool::submit_async`] and
+///   [`Pool::spawn_async`] wait for room as futures; waiting ones are woken oldest first,
+///   one per finished task, and a dropped one accepted nothing.
 /// - **Not promised:** fairness between blocked submitters (whoever the OS wakes first gets
-///   the room), or which worker runs a task.
+///   the room), between them and async submitters, or which worker runs a task.
 ///
 /// Cost: a submit to a busy pool (every worker running, `max` workers, room left) takes no
 /// lock, only a compare-and-swap and a push; a worker going from one task to the next takes
@@ -105,7 +109,8 @@ impl Pool {
         Builder::new(min, max)
     }
 
-    /// Submits a task, blocking while the pool is full.
+    /// Submits a task, blocking while the pool is full (from async code, use
+    /// [`Pool::submit_async`], which waits without blocking).
     ///
     /// A blocked submit is woken once a batch of places is free (see "Rule 2" in the crate
     /// docs), and wakes by itself after a millisecond at most to look for less room than
@@ -191,7 +196,8 @@ impl Pool {
     }
 
     /// Submits a task that returns a value, blocking while the pool is full like
-    /// [`Pool::submit`]; [`TaskHandle::join`] gives the value or the task's panic.
+    /// [`Pool::submit`]; [`TaskHandle::join`] gives the value or the task's panic. From
+    /// async code, use [`Pool::spawn_async`], which waits without blocking.
     ///
     /// If the pool is closing the task is dropped unrun and `join` returns
     /// [`JoinError::Closed`].
@@ -211,26 +217,189 @@ impl Pool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let (sender, handle) = TaskHandle::channel();
-        let job = Spawned(move || {
-            let result = lockgate_panicguard::catch(task).map_err(|panic| {
-                tracing::error!(panic = panic.message(), "a spawned pool task panicked");
-                JoinError::Panicked(panic)
-            });
-            let ran = if result.is_ok() {
-                Ran::Returned
-            } else {
-                Ran::Panicked
-            };
-            sender.send(result);
-            ran
-        });
+        let (job, handle) = SpawnJob::new(task);
         match Shared::submit(&self.shared, Box::new(job), Wait::Forever) {
             Ok(()) => handle,
             // Only when closing (`submit` waits for room). The rejected job (and the sender
             // in it) is dropped; a fresh handle says why.
             Err(_rejected) => TaskHandle::closed(),
         }
+    }
+
+    /// Spawns a task that returns a value if there is room now, like [`Pool::try_submit`];
+    /// never blocks. [`TaskHandle::join`] (or awaiting the handle) gives the value or the
+    /// task's panic.
+    ///
+    /// # Errors
+    ///
+    /// - [`TrySubmitError::Full`] with the task when the capacity rule is at its limit.
+    /// - [`TrySubmitError::Closed`] with the task when the pool is closing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = lockgate_worker::Pool::builder(1, 1).submit_buffer(0).build()?;
+    /// let (release, gate) = std::sync::mpsc::channel::<()>();
+    /// let busy = pool.try_spawn(move || gate.recv().unwrap())?; // the one worker is busy
+    /// let full = pool.try_spawn(|| 6 * 7).unwrap_err(); // 1/2 + 0 = no waiting place
+    /// assert!(full.is_full());
+    /// let task = full.into_inner(); // ours again: run it, retry it, or drop it
+    /// assert_eq!(task(), 42);
+    /// release.send(())?;
+    /// busy.join()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_spawn<F, T>(&self, task: F) -> Result<TaskHandle<T>, TrySubmitError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (job, handle) = SpawnJob::new(task);
+        match Shared::submit(&self.shared, Box::new(job), Wait::No) {
+            Ok(()) => Ok(handle),
+            Err(Rejected::Full(job)) => Err(TrySubmitError::Full(SpawnJob::hand_back(job))),
+            Err(Rejected::Closed(job)) => Err(TrySubmitError::Closed(SpawnJob::hand_back(job))),
+            Err(Rejected::Timeout(_)) => unreachable!("try_spawn never waits"),
+        }
+    }
+
+    /// Spawns a task that returns a value, waiting at most `timeout` for room, like
+    /// [`Pool::submit_timeout`]. [`TaskHandle::join`] (or awaiting the handle) gives the
+    /// value or the task's panic.
+    ///
+    /// # Errors
+    ///
+    /// - [`SubmitTimeoutError::Timeout`] with the task when the pool stayed full.
+    /// - [`SubmitTimeoutError::Closed`] with the task when the pool is closing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let pool = lockgate_worker::Pool::builder(1, 1).submit_buffer(0).build()?;
+    /// let (release, gate) = std::sync::mpsc::channel::<()>();
+    /// let busy = pool.spawn(move || gate.recv().unwrap());
+    /// let late = pool.spawn_timeout(|| 1, Duration::from_millis(10)).unwrap_err();
+    /// assert!(late.is_timeout());
+    /// release.send(())?;
+    /// busy.join()?;
+    /// let answer = pool.spawn_timeout(late.into_inner(), Duration::from_secs(60))?;
+    /// assert_eq!(answer.join()?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_timeout<F, T>(
+        &self,
+        task: F,
+        timeout: Duration,
+    ) -> Result<TaskHandle<T>, SubmitTimeoutError<F>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        // A timeout too large for `Instant` waits like `spawn`.
+        let wait = Instant::now()
+            .checked_add(timeout)
+            .map_or(Wait::Forever, Wait::Until);
+        let (job, handle) = SpawnJob::new(task);
+        match Shared::submit(&self.shared, Box::new(job), wait) {
+            Ok(()) => Ok(handle),
+            Err(Rejected::Timeout(job) | Rejected::Full(job)) => {
+                Err(SubmitTimeoutError::Timeout(SpawnJob::hand_back(job)))
+            }
+            Err(Rejected::Closed(job)) => Err(SubmitTimeoutError::Closed(SpawnJob::hand_back(job))),
+        }
+    }
+
+    /// Submits a task from async code: the future waits for room without blocking the
+    /// thread that polls it, and completes once the task is accepted (not run).
+    ///
+    /// It accepts at once when there is room, like [`Pool::try_submit`]; on a full pool it
+    /// leaves the polling task's waker with the pool, and a finishing task wakes it (every
+    /// finish wakes the waiter that waited longest, so room less than the batch a blocked
+    /// [`Pool::submit`] waits for reaches it too). It needs no particular runtime.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future before it completes (in `select!`, or by a timeout)
+    /// accepts nothing, and drops the task unrun. A dropped future leaves no waker behind,
+    /// and if it was woken for room it never took, it passes that wake-up on to the next
+    /// waiter.
+    ///
+    /// # Errors
+    ///
+    /// The future gives [`SubmitError`] with the task when the pool is closing (also if it
+    /// begins closing while the future waits).
+    ///
+    /// # Panics
+    ///
+    /// The future panics if polled again after it completed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = lockgate_worker::Pool::builder(1, 2).submit_buffer(0).build()?;
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// runtime.block_on(async {
+    ///     for n in 0..40 {
+    ///         // Waits while the pool is full; the runtime's thread runs other tasks then.
+    ///         pool.submit_async(move || println!("task {n}")).await?;
+    ///     }
+    ///     Ok::<_, Box<dyn std::error::Error>>(())
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn submit_async<F>(&self, task: F) -> SubmitAsync<'_, F>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        SubmitAsync::new(RoomWait::new(&self.shared, Box::new(task)))
+    }
+
+    /// Spawns a task that returns a value, from async code: the future waits for room like
+    /// [`Pool::submit_async`], without blocking the polling thread, and gives the task's
+    /// [`TaskHandle`] once it is accepted; await the handle for the value.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`Pool::submit_async`]: dropped before it completes, the future
+    /// accepted nothing and the task is dropped unrun. (Dropping the handle it gave, by
+    /// contrast, never cancels the accepted task.)
+    ///
+    /// # Errors
+    ///
+    /// The future gives [`SubmitError`] with the task when the pool is closing.
+    ///
+    /// # Panics
+    ///
+    /// The future panics if polled again after it completed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = lockgate_worker::Pool::builder(1, 2).submit_buffer(0).build()?;
+    /// let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    /// let sum = runtime.block_on(async {
+    ///     let mut handles = Vec::new();
+    ///     for n in 1..=10u64 {
+    ///         handles.push(pool.spawn_async(move || n * n).await?); // accepted
+    ///     }
+    ///     let mut sum = 0;
+    ///     for handle in handles {
+    ///         sum += handle.await?; // finished
+    ///     }
+    ///     Ok::<_, Box<dyn std::error::Error>>(sum)
+    /// })?;
+    /// assert_eq!(sum, 385);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_async<F, T>(&self, task: F) -> SpawnAsync<'_, F, T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let (job, handle) = SpawnJob::new(task);
+        SpawnAsync::new(RoomWait::new(&self.shared, Box::new(job)), handle)
     }
 
     /// Stops intake, waits until every accepted task (queued ones included) has run, and
@@ -433,9 +602,61 @@ impl std::fmt::Debug for Pool {
 }
 
 /// Recovers the caller's task from the box the core stored.
-fn hand_back<F: 'static>(task: Task) -> F {
+pub(crate) fn hand_back<F: 'static>(task: Task) -> F {
     match task.into_any().downcast::<F>() {
         Ok(task) => *task,
         Err(_) => unreachable!("the core hands back the box it was given"),
+    }
+}
+
+/// A spawned task as the core stores it: the caller's closure and the sender of its handle,
+/// kept apart (not captured in a closure) so a rejected spawn hands the closure back.
+pub(crate) struct SpawnJob<F, T> {
+    task: F,
+    sender: ResultSender<T>,
+}
+
+impl<F, T> SpawnJob<F, T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    /// The job and the handle its sender fills.
+    fn new(task: F) -> (Self, TaskHandle<T>) {
+        let (sender, handle) = TaskHandle::channel();
+        (Self { task, sender }, handle)
+    }
+
+    /// The caller's closure from a rejected job. The sender goes with the rest of the job;
+    /// the handle it would have filled was never given out.
+    pub(crate) fn hand_back(job: Task) -> F {
+        hand_back::<Self>(job).task
+    }
+}
+
+/// The job catches its task's panic (to hand it to the `TaskHandle`) and reports it, so the
+/// pool counts spawned tasks' panics like submitted ones'.
+impl<F, T> Runnable for SpawnJob<F, T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    fn run(self: Box<Self>) -> Ran {
+        let Self { task, sender } = *self;
+        let result = lockgate_panicguard::catch(task).map_err(|panic| {
+            tracing::error!(panic = panic.message(), "a spawned pool task panicked");
+            JoinError::Panicked(panic)
+        });
+        let ran = if result.is_ok() {
+            Ran::Returned
+        } else {
+            Ran::Panicked
+        };
+        sender.send(result);
+        ran
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
     }
 }

@@ -96,9 +96,10 @@ pub(super) enum Next {
 /// the caller has tallied the task (both paths tally first).
 ///
 /// Equivalent: the locked finish (`Shared::record_finish`) lowers `running`, notifies `room`
-/// when the finish is due to a blocked submitter (`Lane::room_due`), and ends a join round
-/// when a joiner waits and nothing is left; then the worker, still under the lock, reserves
-/// the next queued task if there is one. The flag is set only while no joiner waits, and
+/// when the finish is due to a blocked submitter (`Lane::room_due`), wakes the oldest
+/// waiting async submitter, and ends a join round when a joiner waits and nothing is left;
+/// then the worker reserves the next queued task if there is one. The flag is set only
+/// while no joiner and no async submitter waits, and
 /// with `ROOM_WANTED` set (a blocked submitter without a notification) this entry falls back
 /// exactly when the finish is due: so the locked finish would have notified nobody, and what
 /// is left is `running - 1`, or the reservation (`queued - 1`), which this entry makes in one

@@ -18,8 +18,8 @@
 //!   task accepted then needs nobody woken and no worker started (rule 1), and a worker
 //!   that frees up takes it through [`Lane::reserve`].
 //! - `FINISH_FAST`: a finished task may be counted by compare-and-swap alone. Set under the
-//!   lock only while no joiner waits, so a finish that nobody needs to hear about skips the
-//!   lock.
+//!   lock only while no joiner waits and no async submitter waits for room (every finish
+//!   wakes one), so a finish that nobody needs to hear about skips the lock.
 //! - `ROOM_WANTED`: a submitter is blocked on a full pool with no notification on its way.
 //!   The finish that leaves [`Lane::room_batch`] places free (or more), or at most one task
 //!   queued ([`Lane::room_due`]), takes the lock to wake it; the finishes before it do not,
@@ -42,8 +42,8 @@
 //! 3. the flags are written only under the pool's lock, and a transition after which a
 //!    lock-free step would be wrong changes the flag in the word *before* it reads the
 //!    counts to decide anything: a worker going idle clears `SUBMIT_FAST` in the same
-//!    compare-and-swap that sees `queued == 0`; a joiner about to wait clears
-//!    `FINISH_FAST`, and a submitter about to block sets `ROOM_WANTED`, before it re-checks
+//!    compare-and-swap that sees `queued == 0`; a joiner about to wait and an async
+//!    submitter registering its waker clear `FINISH_FAST`, and a submitter about to block sets `ROOM_WANTED`, before it re-checks
 //!    the counts. The lock-free steps check their flags in the same compare-and-swap that
 //!    changes the counts, so each one is ordered wholly before or wholly after the change
 //!    (one word, one modification order: no `SeqCst` reasoning across words is needed, and

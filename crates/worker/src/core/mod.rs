@@ -34,13 +34,19 @@
 //!   notifies all. Before blocking, a submitter may spin (the spin entry) while a few tasks
 //!   finish; to block, it counts itself in `blocked` (which clears `FINISH_FAST` unless
 //!   every blocked submitter has a notification on its way) and looks at the counts once
-//!   more before it waits.
+//!   more before it waits. Async submitters cannot wait on a condvar: they leave their
+//!   task's waker in `Waits::room_wakers` instead (see [`room`]), and every locked finish
+//!   takes the oldest one (`FINISH_FAST` is clear while one is registered); closing takes
+//!   them all.
 //! - `done`: closers, woken when the last worker leaves or a join round finishes; joiners,
 //!   woken when the pool runs out of work (invariant 6).
 //!
 //! # After the lock is dropped
 //!
-//! Tasks run, threads are spawned and joined, and `tracing` logs only outside the lock.
+//! Tasks run, threads are spawned and joined, `tracing` logs, and the wakers of async
+//! submitters are cloned, woken and dropped only outside the lock (a waker is the runtime's
+//! code: `record_finish` hands the waker it took to its caller, which wakes it after
+//! unlocking).
 //! Condvars are notified after unlocking (a notification that needs a decision made under
 //! the lock is recorded there first, as the `wakeups` token), except that a worker finishing
 //! a task under the lock notifies `room` (and `done`, for joiners) with the lock held,
@@ -53,6 +59,7 @@
 
 mod fast;
 mod lane;
+mod room;
 mod search;
 mod sleepers;
 mod spawn;
@@ -71,6 +78,8 @@ use std::time::{Duration, Instant};
 pub(crate) use lane::MAX_UNFINISHED;
 
 use fast::Entry;
+pub(crate) use room::RoomWait;
+use room::RoomWake;
 use state::State;
 
 use crate::sync::{
@@ -93,7 +102,8 @@ pub(crate) trait Runnable: Send + 'static {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ran {
     Returned,
-    /// It panicked: caught by the worker, or by the task itself (as [`Spawned`] does).
+    /// It panicked: caught by the worker, or by the task itself (as `Pool::spawn`'s job
+    /// does).
     Panicked,
 }
 
@@ -101,20 +111,6 @@ impl<F: FnOnce() + Send + 'static> Runnable for F {
     fn run(self: Box<Self>) -> Ran {
         (*self)();
         Ran::Returned
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
-        self
-    }
-}
-
-/// A task that catches its own panic (to hand it to a `TaskHandle`) and returns whether it
-/// caught one, so the pool counts spawned tasks' panics like submitted ones'.
-pub(crate) struct Spawned<F>(pub(crate) F);
-
-impl<F: FnOnce() -> Ran + Send + 'static> Runnable for Spawned<F> {
-    fn run(self: Box<Self>) -> Ran {
-        (self.0)()
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
@@ -165,6 +161,9 @@ pub(crate) struct Counters {
     pub(crate) queued: usize,
     pub(crate) spawning: usize,
     pub(crate) blocked_submitters: usize,
+    /// Async submitters waiting for room with a waker registered (not woken yet).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) room_wakers: usize,
     pub(crate) joiners: usize,
     pub(crate) finished: u64,
     // Read by `PoolMetrics` and the tests only.
@@ -445,6 +444,13 @@ impl Shared {
             };
             state.waits.blocked.woke();
         }
+        Self::enqueue(this, state, task);
+        Ok(())
+    }
+
+    /// Queues a task [`lane::Lane::accept`] counted under the lock, claims an idle worker
+    /// or reserves a new one in the same critical section (rule 1), and unlocks.
+    fn enqueue(this: &Arc<Self>, mut state: MutexGuard<'_, State>, task: Task) {
         this.lane.push(task);
         if state.workers.idle > 0 {
             state.workers.idle -= 1;
@@ -465,7 +471,6 @@ impl Shared {
         } else {
             this.unlock_checked(state);
         }
-        Ok(())
     }
 
     /// Unlocks after a refused submit, whose wait may have changed the lane's flags.
@@ -521,10 +526,16 @@ impl Shared {
         CURRENT_POOL.with(|current| current.set(outer));
         let mut state = lock(&self.state);
         self.tally(ran);
-        self.record_finish(&mut state);
+        let room = self.record_finish(&mut state);
         state.workers.live -= 1;
         self.sync_flags(&state);
         self.check(&state);
+        if room.is_some() {
+            // The closer's or joiner's loop looks at everything again under the lock.
+            self.unlock_checked(state);
+            room.wake();
+            state = lock(&self.state);
+        }
         state
     }
 
@@ -535,9 +546,13 @@ impl Shared {
     /// accepted task. The finish entry (`fast::finish`) stands in for exactly the calls
     /// that would notify nobody.
     ///
-    /// Notifies with the lock held: the caller goes straight on under this lock (a worker
-    /// looks for its next task), so there is no unlock to notify after.
-    fn record_finish(&self, state: &mut State) {
+    /// Every such finish also takes the oldest waiting async submitter's waker ([`room`]:
+    /// it has no timer to look for less than a batch by itself), which the caller wakes
+    /// after unlocking.
+    ///
+    /// Notifies the condvars with the lock held: the caller goes straight on under this
+    /// lock (a worker looks for its next task), so there is no unlock to notify after.
+    fn record_finish(&self, state: &mut State) -> RoomWake {
         if self.lane.finish() && state.waits.blocked.signal_one() {
             self.room.notify_one();
         }
@@ -545,6 +560,7 @@ impl Shared {
             state.waits.emptied += 1;
             self.done.notify_all();
         }
+        state.waits.room_wakers.wake_one()
     }
 
     /// Waits until every accepted task has finished (a moment with nothing queued and
@@ -593,9 +609,14 @@ impl Shared {
         let mut state = lock(&self.state);
         let first = !state.closing;
         state.closing = true;
+        // Async submitters waiting for room return `Closed` when polled.
+        let wakers = state.waits.room_wakers.wake_all();
         // No submit is accepted without the lock from here (invariant 5).
         self.sync_flags(&state);
         drop(state);
+        for waker in wakers {
+            waker.wake();
+        }
         if first {
             // Idle workers leave, blocked submitters return `Closed`.
             self.work.notify_all();

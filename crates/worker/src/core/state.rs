@@ -46,7 +46,7 @@
 //! | --- | --- | --- |
 //! | [`Workers`] | the live workers, the idle ones, the claims on idle ones (`wakeups`) | 1, 3 |
 //! | [`Threads`] | one slot per worker thread until it is joined; spawns and joins in flight | 4 |
-//! | [`Waits`] | who waits on which condvar (and spins before it), the join rounds | 1, 6 |
+//! | [`Waits`] | who waits on which condvar (and spins before it), the join rounds, the async submitters' wakers | 1, 6, 8 |
 //! | `closing` | intake stopped | 5 |
 //! | [`ThreadTallies`] | thread events, reported and never decided on | 7 |
 //! | [`spin::Policy`] | whether a thread may spin before it blocks, and how long | none |
@@ -108,8 +108,18 @@
 //!    in the critical section that uncounts it from `workers` (why: `PoolMetrics` reports
 //!    them as they are, so a count bumped in the wrong place would show as a thread or a
 //!    panic that never was).
+//! 8. an async submitter ([`room`]) never sleeps through room made for it ([`Waits`]):
+//!    while any waker is registered in `room_wakers`, `FINISH_FAST` is clear, so every
+//!    finish is counted under the lock, and each one takes (and, after unlocking, wakes) the
+//!    oldest registered waker. A submitter registers its waker, sets the flags and looks for
+//!    room once more in one critical section, so room freed before its registration is seen
+//!    by that look and room freed after it comes with a wake-up. A waker is registered only
+//!    while its future waits: the poll that accepts or is refused removes it, so does
+//!    dropping the future, and a future dropped after it was woken passes the wake-up on to
+//!    the oldest registered waker (why: else a cancelled waiter could eat the one wake-up
+//!    meant for a live one, and that one would wait until some other task finished).
 
-use super::{Config, Counters, lane, sleepers, spin};
+use super::{Config, Counters, lane, room, sleepers, spin};
 use crate::sync::thread;
 
 /// Everything `Shared::state` guards, in parts; see the module docs for the invariants.
@@ -254,6 +264,8 @@ pub(super) struct Waits {
     pub(super) sleeping: sleepers::Sleepers,
     /// Submitters blocked on `room`, and the notifications on their way to them.
     pub(super) blocked: sleepers::Sleepers,
+    /// Async submitters waiting for room: their wakers, oldest first (invariant 8).
+    pub(super) room_wakers: room::RoomWakers,
     /// Callers of `Pool::join` waiting on `done`.
     pub(super) joiners: usize,
     /// How often the pool ran out of accepted work (queue empty, nothing running) while
@@ -309,7 +321,9 @@ impl State {
     pub(super) fn lane_flags(&self, config: &Config) -> lane::Flags {
         lane::Flags {
             submit_fast: self.workers.idle == 0 && self.workers.live == config.max && !self.closing,
-            finish_fast: self.waits.joiners == 0,
+            // Nor while an async submitter waits for room: every finish then takes the lock
+            // and wakes one (invariant 8).
+            finish_fast: self.waits.joiners == 0 && self.waits.room_wakers.waiting() == 0,
             // A blocked submitter with a notification on its way needs no other: it looks at
             // the counts when it wakes (and blocks again, setting this flag first, if it must).
             room_wanted: self.waits.blocked.asleep() > self.waits.blocked.signalled(),
@@ -381,6 +395,7 @@ impl State {
             queued: lane.queued,
             spawning: self.threads.spawning,
             blocked_submitters: self.waits.blocked.asleep(),
+            room_wakers: self.waits.room_wakers.waiting(),
             joiners: self.waits.joiners,
             finished,
             panicked,

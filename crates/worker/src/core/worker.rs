@@ -5,6 +5,7 @@
 //! (after the spin entry, if the spin policy allows one).
 
 use super::fast::{self, Entry, Next};
+use super::room::RoomWake;
 use super::spawn::{Reap, Role, spawn_worker};
 use super::{CURRENT_POOL, Ran, Shared, State, Task, spin};
 use crate::sync::{Arc, MutexGuard, lock, wait, wait_timeout};
@@ -120,7 +121,15 @@ fn run_reserved<'a>(shared: &'a Shared, guard: &mut DeathGuard<'_>) -> MutexGuar
             }
             Entry::FallBack(()) => {
                 let mut state = observed.unwrap_or_else(|| lock(&shared.state));
-                shared.record_finish(&mut state);
+                let room = shared.record_finish(&mut state);
+                if room.is_some() {
+                    // Woken with the lock released. Meanwhile this worker is between its
+                    // finish and the lock, as after a lock-free finish that found nothing
+                    // queued (counted in `starting`), and `run` looks at everything again.
+                    shared.unlock_checked(state);
+                    room.wake();
+                    return lock(&shared.state);
+                }
                 return state;
             }
         }
@@ -217,9 +226,10 @@ impl Drop for DeathGuard<'_> {
         }
         let shared = self.shared;
         let mut state = lock(&shared.state);
+        let mut room = RoomWake::default();
         if self.in_task {
             shared.tally(Ran::Returned);
-            shared.record_finish(&mut state);
+            room = shared.record_finish(&mut state);
         }
         state.tallies.died += 1;
         // One worker fewer: stop submits from skipping the lock before looking at the queue
@@ -227,6 +237,7 @@ impl Drop for DeathGuard<'_> {
         let queued = shared.lane.close_fast_submits().queued;
         let replacement = (queued > 0).then(|| state.reserve_worker());
         leave(shared, state, self.id);
+        room.wake();
         tracing::error!(
             worker = self.id,
             replaced = replacement.is_some(),

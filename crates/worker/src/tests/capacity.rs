@@ -136,3 +136,65 @@ fn blocked_submit_gets_room_less_than_a_batch_when_nothing_else_finishes() {
     assert_eq!(gates.wait_started(8), (0..8).collect::<Vec<_>>());
     pool.close().unwrap();
 }
+
+#[test]
+fn full_pool_hands_the_task_back_from_try_spawn_and_spawn_timeout() {
+    let pool = Pool::builder(1, 1).submit_buffer(0).build().unwrap();
+    let gates = Gates::default();
+    pool.submit(gates.task(0)).unwrap();
+    settle(&pool, 0);
+    let marker = Arc::new(());
+    let task = {
+        let marker = Arc::clone(&marker);
+        move || Arc::strong_count(&marker)
+    };
+    let TrySubmitError::Full(task) = pool.try_spawn(task).unwrap_err() else {
+        panic!("expected Full");
+    };
+    let SubmitTimeoutError::Timeout(task) = pool
+        .spawn_timeout(task, Duration::from_millis(5))
+        .unwrap_err()
+    else {
+        panic!("expected Timeout");
+    };
+    assert_eq!(Arc::strong_count(&marker), 2, "the task came back whole");
+    assert_eq!(pool.shared().counters().queued, 0, "nothing was accepted");
+    gates.release_all();
+    // With room again, the same task is accepted and its handle gives the value.
+    let handle = pool.spawn_timeout(task, Duration::from_secs(60)).unwrap();
+    assert_eq!(handle.join().unwrap(), 2);
+    // The handle is filled before the worker counts the finish: wait for that.
+    settle(&pool, 2);
+    let handle = pool.try_spawn(|| 7).unwrap();
+    assert_eq!(handle.join().unwrap(), 7);
+    pool.close().unwrap();
+    assert_eq!(pool.completed(), 3);
+    let closed = pool.try_spawn(|| 1).unwrap_err();
+    assert!(closed.is_closed());
+    assert_eq!((closed.into_inner())(), 1);
+    let closed = pool.spawn_timeout(|| 2, Duration::ZERO).unwrap_err();
+    assert!(closed.is_closed());
+    assert_eq!((closed.into_inner())(), 2);
+}
+
+#[test]
+fn blocked_spawn_timeout_proceeds_when_a_task_finishes() {
+    let pool = Arc::new(Pool::builder(1, 1).submit_buffer(0).build().unwrap());
+    let gates = Gates::default();
+    pool.submit(gates.task(0)).unwrap();
+    settle(&pool, 0);
+    let spawner = {
+        let pool = Arc::clone(&pool);
+        std::thread::spawn(move || {
+            pool.spawn_timeout(|| -> u8 { panic!("late") }, Duration::from_secs(60))
+                .map(|handle| handle.join())
+        })
+    };
+    pool.shared()
+        .wait_until("the spawner blocks", |c| c.blocked_submitters > 0);
+    gates.release(0);
+    let joined = spawner.join().unwrap().expect("accepted");
+    assert_eq!(joined.unwrap_err().to_string(), "the task panicked: late");
+    pool.close().unwrap();
+    assert_eq!(pool.shared().counters().panicked, 1);
+}

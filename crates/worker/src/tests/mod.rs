@@ -5,6 +5,8 @@
 compile_error!("loom models check the invariants' debug_asserts: build with -C debug-assertions");
 
 #[cfg(loom)]
+mod loom_async_submit;
+#[cfg(loom)]
 mod loom_blocked_submit;
 #[cfg(loom)]
 mod loom_capacity_edge;
@@ -25,6 +27,8 @@ mod loom_support;
 #[cfg(loom)]
 mod loom_two_sleepers;
 
+#[cfg(not(loom))]
+mod async_submit;
 #[cfg(not(loom))]
 mod capacity;
 #[cfg(not(loom))]

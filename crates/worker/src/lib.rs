@@ -13,6 +13,7 @@ mod pool;
 mod pool_metrics;
 mod submit_async;
 mod sync;
+mod task_span;
 
 #[cfg(test)]
 mod tests;

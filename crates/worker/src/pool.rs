@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use crate::core::{Ran, Rejected, RoomWait, Runnable, Shared, Task, Wait};
 use crate::handle::ResultSender;
 use crate::sync::Arc;
+use crate::task_span::{self, RunNow};
 use crate::{
     BuildError, Builder, CloseError, JoinError, PoolJoinError, SpawnAsync, SubmitAsync,
     SubmitError, SubmitTimeoutError, TaskHandle, TrySubmitError,
@@ -134,7 +135,7 @@ impl Pool {
     where
         F: FnOnce() + Send + 'static,
     {
-        Shared::submit(&self.shared, Box::new(task), Wait::Forever).map_err(|rejected| {
+        Shared::submit(&self.shared, task_span::boxed(task), Wait::Forever).map_err(|rejected| {
             match rejected {
                 Rejected::Closed(task) => SubmitError(hand_back(task)),
                 Rejected::Full(_) | Rejected::Timeout(_) => {
@@ -166,10 +167,12 @@ impl Pool {
     where
         F: FnOnce() + Send + 'static,
     {
-        Shared::submit(&self.shared, Box::new(task), Wait::No).map_err(|rejected| match rejected {
-            Rejected::Full(task) => TrySubmitError::Full(hand_back(task)),
-            Rejected::Closed(task) => TrySubmitError::Closed(hand_back(task)),
-            Rejected::Timeout(_) => unreachable!("try_submit never waits"),
+        Shared::submit(&self.shared, task_span::boxed(task), Wait::No).map_err(|rejected| {
+            match rejected {
+                Rejected::Full(task) => TrySubmitError::Full(hand_back(task)),
+                Rejected::Closed(task) => TrySubmitError::Closed(hand_back(task)),
+                Rejected::Timeout(_) => unreachable!("try_submit never waits"),
+            }
         })
     }
 
@@ -187,12 +190,14 @@ impl Pool {
         let wait = Instant::now()
             .checked_add(timeout)
             .map_or(Wait::Forever, Wait::Until);
-        Shared::submit(&self.shared, Box::new(task), wait).map_err(|rejected| match rejected {
-            Rejected::Timeout(task) | Rejected::Full(task) => {
-                SubmitTimeoutError::Timeout(hand_back(task))
-            }
-            Rejected::Closed(task) => SubmitTimeoutError::Closed(hand_back(task)),
-        })
+        Shared::submit(&self.shared, task_span::boxed(task), wait).map_err(
+            |rejected| match rejected {
+                Rejected::Timeout(task) | Rejected::Full(task) => {
+                    SubmitTimeoutError::Timeout(hand_back(task))
+                }
+                Rejected::Closed(task) => SubmitTimeoutError::Closed(hand_back(task)),
+            },
+        )
     }
 
     /// Submits a task that returns a value, blocking while the pool is full like
@@ -218,7 +223,7 @@ impl Pool {
         T: Send + 'static,
     {
         let (job, handle) = SpawnJob::new(task);
-        match Shared::submit(&self.shared, Box::new(job), Wait::Forever) {
+        match Shared::submit(&self.shared, task_span::boxed(job), Wait::Forever) {
             Ok(()) => handle,
             // Only when closing (`submit` waits for room). The rejected job (and the sender
             // in it) is dropped; a fresh handle says why.
@@ -255,7 +260,7 @@ impl Pool {
         T: Send + 'static,
     {
         let (job, handle) = SpawnJob::new(task);
-        match Shared::submit(&self.shared, Box::new(job), Wait::No) {
+        match Shared::submit(&self.shared, task_span::boxed(job), Wait::No) {
             Ok(()) => Ok(handle),
             Err(Rejected::Full(job)) => Err(TrySubmitError::Full(SpawnJob::hand_back(job))),
             Err(Rejected::Closed(job)) => Err(TrySubmitError::Closed(SpawnJob::hand_back(job))),
@@ -302,7 +307,7 @@ impl Pool {
             .checked_add(timeout)
             .map_or(Wait::Forever, Wait::Until);
         let (job, handle) = SpawnJob::new(task);
-        match Shared::submit(&self.shared, Box::new(job), wait) {
+        match Shared::submit(&self.shared, task_span::boxed(job), wait) {
             Ok(()) => Ok(handle),
             Err(Rejected::Timeout(job) | Rejected::Full(job)) => {
                 Err(SubmitTimeoutError::Timeout(SpawnJob::hand_back(job)))
@@ -353,7 +358,7 @@ impl Pool {
     where
         F: FnOnce() + Send + 'static,
     {
-        SubmitAsync::new(RoomWait::new(&self.shared, Box::new(task)))
+        SubmitAsync::new(RoomWait::new(&self.shared, task_span::boxed(task)))
     }
 
     /// Spawns a task that returns a value, from async code: the future waits for room like
@@ -399,7 +404,7 @@ impl Pool {
         T: Send + 'static,
     {
         let (job, handle) = SpawnJob::new(task);
-        SpawnAsync::new(RoomWait::new(&self.shared, Box::new(job)), handle)
+        SpawnAsync::new(RoomWait::new(&self.shared, task_span::boxed(job)), handle)
     }
 
     /// Stops intake, waits until every accepted task (queued ones included) has run, and
@@ -642,7 +647,21 @@ where
     T: Send + 'static,
 {
     fn run(self: Box<Self>) -> Ran {
-        let Self { task, sender } = *self;
+        (*self).run_now()
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
+impl<F, T> RunNow for SpawnJob<F, T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    fn run_now(self) -> Ran {
+        let Self { task, sender } = self;
         let result = lockgate_panicguard::catch(task).map_err(|panic| {
             tracing::error!(panic = panic.message(), "a spawned pool task panicked");
             JoinError::Panicked(panic)
@@ -654,9 +673,5 @@ where
         };
         sender.send(result);
         ran
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
-        self
     }
 }

@@ -278,8 +278,10 @@ impl<F: FnOnce() + Send + 'static> Live<'_, F> {
 
 /// Many async submits into a small busy pool, polled, re-polled and dropped at random
 /// points (before their first poll, while waiting, after a wake-up they did not act on).
-/// Now and then the test waits for a wake-up, so both cancelled and accepted waiters are
-/// many. Then every live one is driven to the end by its wake-ups alone (a lost wake-up fails
+/// The tasks hold their worker until the test opens the door past them, so the pool fills
+/// whatever the threads' relative speed (a sanitizer slows the test's thread more than the
+/// tasks' spins) and submits wait; now and then the test opens the door and waits for a
+/// wake-up, so both cancelled and accepted waiters are many. Then every live one is driven to the end by its wake-ups alone (a lost wake-up fails
 /// the test after 30 s). Every accepted task ran exactly once, and no task of a dropped
 /// future ran.
 fn random_cancellation(seed: u64, tasks: usize) {
@@ -291,14 +293,19 @@ fn random_cancellation(seed: u64, tasks: usize) {
     let mut accepted = vec![false; tasks];
     let mut live = Vec::new();
     let mut next = 0;
+    // Tasks with an id below the door may finish.
+    let door = Arc::new(AtomicUsize::new(0));
     while next < tasks {
         let action = rng.below(10);
         if live.is_empty() || (live.len() < LIVE && action < 4) {
             let id = next;
             next += 1;
-            let ran = Arc::clone(&ran);
+            let (ran, door) = (Arc::clone(&ran), Arc::clone(&door));
             let spins = rng.below(200);
             let future = pool.submit_async(move || {
+                while door.load(Ordering::Acquire) <= id {
+                    std::thread::yield_now();
+                }
                 for _ in 0..spins {
                     std::hint::spin_loop();
                 }
@@ -319,6 +326,7 @@ fn random_cancellation(seed: u64, tasks: usize) {
             // every live future waits, polled and not woken (a woken one may hold the room
             // it was woken for until it is polled or dropped). Counted before looking at
             // the flags: a wake-up after the count shows in it, one before it in its flag.
+            door.store(next, Ordering::Release);
             let seen = wakes.count();
             let waiting = live
                 .iter()
@@ -338,8 +346,9 @@ fn random_cancellation(seed: u64, tasks: usize) {
             }
         }
     }
-    // The end: poll only what was woken (or never polled), and otherwise wait for a
-    // wake-up, which must come while any future waits.
+    // The end: every task may finish; poll only what was woken (or never polled), and
+    // otherwise wait for a wake-up, which must come while any future waits.
+    door.store(usize::MAX, Ordering::Release);
     while !live.is_empty() {
         let seen = wakes.count();
         let before = live.len();

@@ -43,6 +43,22 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
 }
 
 /// The value of `series` (`name{labels}`), which must be in the scrape.
+/// The scrape `got` (of `text`) has each `expected` series at its value, and no other series
+/// but the histograms' quantiles.
+fn assert_exactly(got: &BTreeMap<String, f64>, expected: &[(&str, f64)], text: &str) {
+    for &(series, want) in expected {
+        assert_eq!(value(got, series), want, "{series} in:\n{text}");
+    }
+    let reported: Vec<&str> = got
+        .keys()
+        .filter(|series| !series.contains("quantile="))
+        .map(String::as_str)
+        .collect();
+    let mut listed: Vec<&str> = expected.iter().map(|(series, _)| *series).collect();
+    listed.sort_unstable();
+    assert_eq!(reported, listed, "in:\n{text}");
+}
+
 fn value(samples: &BTreeMap<String, f64>, series: &str) -> f64 {
     *samples
         .get(series)
@@ -213,18 +229,8 @@ async fn a_known_workload_scrapes_to_exact_counts_waits_times_and_gauges() {
         (r#"lockgate_pdfpool_jobs_running{pool="t"}"#, 0.0),
         (r#"lockgate_pdfpool_jobs_queued{pool="t"}"#, 0.0),
     ];
-    for (series, want) in expected {
-        assert_eq!(value(&got, series), want, "{series} in:\n{text}");
-    }
     // Nothing else was reported but the quantiles of the histograms above.
-    let reported: Vec<&str> = got
-        .keys()
-        .filter(|series| !series.contains("quantile="))
-        .map(String::as_str)
-        .collect();
-    let mut listed: Vec<&str> = expected.iter().map(|(series, _)| *series).collect();
-    listed.sort_unstable();
-    assert_eq!(reported, listed, "in:\n{text}");
+    assert_exactly(&got, &expected, &text);
     assert!(text.contains("# TYPE lockgate_pdfpool_requests_total counter"));
     assert!(text.contains("# TYPE lockgate_pdfpool_jobs_running gauge"));
     assert!(text.contains("# HELP lockgate_pdfpool_queue_wait_seconds How long queued jobs"));
@@ -418,18 +424,8 @@ async fn a_layer_workload_scrapes_to_exact_admissions_refusals_waits_and_gauges(
         (r#"lockgate_pdfpool_layer_requests_inside{layer="t"}"#, 0.0),
         (r#"lockgate_pdfpool_layer_requests_queued{layer="t"}"#, 0.0),
     ];
-    for (series, want) in expected {
-        assert_eq!(value(&got, series), want, "{series} in:\n{text}");
-    }
     // Nothing else was reported (none of the pool's names) but the histograms' quantiles.
-    let reported: Vec<&str> = got
-        .keys()
-        .filter(|series| !series.contains("quantile="))
-        .map(String::as_str)
-        .collect();
-    let mut listed: Vec<&str> = expected.iter().map(|(series, _)| *series).collect();
-    listed.sort_unstable();
-    assert_eq!(reported, listed, "in:\n{text}");
+    assert_exactly(&got, &expected, &text);
     assert!(text.contains("# TYPE lockgate_pdfpool_layer_requests_inside gauge"));
     assert!(text.contains("# HELP lockgate_pdfpool_layer_requests_refused_total Requests the"));
 }

@@ -918,23 +918,8 @@ async fn a_claim_held_open_does_not_hold_up_another_replicas_claim() {
         let claim = held.claim(now).await;
         (held, claim)
     });
-    let waiting = "SELECT COUNT(*) FROM pg_stat_activity \
-                   WHERE application_name = $1 AND wait_event_type = 'Lock'";
-    let name = format!("batch {schema}");
-    let blocked = async {
-        while test
-            .query_one(waiting, &[&name])
-            .await
-            .unwrap()
-            .get::<_, i64>(0)
-            != 1
-        {
-            tokio::task::yield_now().await;
-        }
-    };
-    tokio::time::timeout(PATIENCE, blocked)
-        .await
-        .expect("the first claim waits inside its transaction");
+    // The first claim waits inside its transaction.
+    crate::lock_waiters_become(&url, &schema, 1).await;
     // The other replica's claim returns, with the other job, while the first is held.
     let second = tokio::time::timeout(PATIENCE, free.claim(now))
         .await

@@ -155,6 +155,15 @@ pub enum TargetState {
 }
 
 impl TargetState {
+    /// Pending, done or failed, without the output or error.
+    pub fn kind(&self) -> crate::page::TargetKind {
+        match self {
+            Self::Pending => crate::page::TargetKind::Pending,
+            Self::Done { .. } => crate::page::TargetKind::Done,
+            Self::Failed { .. } => crate::page::TargetKind::Failed,
+        }
+    }
+
     /// The output, deserialized; `None` unless the target is done.
     ///
     /// # Errors

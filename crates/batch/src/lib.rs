@@ -10,6 +10,7 @@ mod fetch;
 pub mod hooks;
 mod inflight;
 mod job;
+pub mod page;
 mod runner;
 mod shared;
 #[cfg(feature = "store-spec")]

@@ -17,6 +17,7 @@ use crate::fetch::Fetch;
 use crate::hooks::GuardedHooks;
 use crate::inflight::InFlight;
 use crate::job::{Caller, Job, JobId, JobStatus};
+use crate::page::{JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery};
 use crate::shared::{Shared, forward_events};
 use crate::store::{CallerStore, CancelOutcome, NewJob, Store};
 use crate::summary::{JobSummary, Progress};
@@ -257,6 +258,65 @@ where
     /// Cancel safe: it only reads.
     pub async fn jobs(&self, caller: &Caller) -> Result<Vec<JobSummary>, StoreError> {
         self.shared.store.jobs(caller).await
+    }
+
+    /// A page of the jobs `scope` covers, newest first: a status filter and keyset paging
+    /// (see [`crate::page`]).
+    ///
+    /// # Errors
+    ///
+    /// The store failed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn jobs_page(
+        &self,
+        scope: &Scope,
+        query: &JobsQuery,
+    ) -> Result<JobsPage, StoreError> {
+        self.shared.store.jobs_page(scope, query).await
+    }
+
+    /// Job `id` without its targets, with whose it is and its key, if `scope` covers it.
+    ///
+    /// # Errors
+    ///
+    /// [`StatusError::NotFound`] if `scope` covers no job `id` (unknown, evicted, or another
+    /// caller's: the same answer); [`StatusError::Store`] if the store failed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn job(&self, scope: &Scope, id: JobId) -> Result<JobListing, StatusError> {
+        self.shared
+            .store
+            .job(scope, id)
+            .await?
+            .ok_or(StatusError::NotFound)
+    }
+
+    /// A page of job `id`'s targets in submit order, with the job itself, if `scope` covers
+    /// it: a state filter and keyset paging (see [`crate::page`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`job`](Self::job).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn targets_page(
+        &self,
+        scope: &Scope,
+        id: JobId,
+        query: &TargetsQuery,
+    ) -> Result<TargetsPage, StatusError> {
+        self.shared
+            .store
+            .targets_page(scope, id, query)
+            .await?
+            .ok_or(StatusError::NotFound)
     }
 
     /// Watches `caller`'s job `id`: a [`JobWatch`] whose [`progress`](JobWatch::progress) is

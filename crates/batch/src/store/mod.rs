@@ -55,6 +55,9 @@ pub use sqlite::{SqliteError, SqliteOptions, SqliteStore, Synchronous};
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetState};
+use crate::page::{
+    IndexedTarget, JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery,
+};
 use crate::summary::{JobSummary, Progress};
 pub use crate::time::Timestamp;
 
@@ -567,6 +570,97 @@ pub trait CallerStore: Send + Sync + 'static {
     fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
         None
     }
+
+    /// A page of the jobs `scope` covers, newest first (see [`crate::page`]'s rules).
+    ///
+    /// The default reads [`jobs`](Self::jobs) whole and sees nothing for
+    /// [`Scope::Everyone`]; a store that can page overrides it.
+    fn jobs_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        query: &'a JobsQuery,
+    ) -> BoxFuture<'a, Result<JobsPage, StoreError>> {
+        Box::pin(async move {
+            let Scope::Caller(caller) = scope else {
+                return Ok(JobsPage::new(Vec::new(), None));
+            };
+            let mut jobs: Vec<JobSummary> = self
+                .jobs(caller)
+                .await?
+                .into_iter()
+                .filter(|job| query.status.is_none_or(|status| job.status == status))
+                .filter(|job| query.before.is_none_or(|before| job.id < before))
+                .collect();
+            jobs.sort_by_key(|job| std::cmp::Reverse(job.id));
+            let len = query.page_len();
+            let next = (jobs.len() > len).then(|| jobs[len - 1].id);
+            jobs.truncate(len);
+            let jobs = jobs
+                .into_iter()
+                .map(|summary| JobListing::new(summary, caller.clone(), None))
+                .collect();
+            Ok(JobsPage::new(jobs, next))
+        })
+    }
+
+    /// Job `id` without its targets, with whose it is and its key, if `scope` covers it.
+    ///
+    /// The default reads [`summary`](Self::summary) and sees nothing for
+    /// [`Scope::Everyone`]; a store that can page overrides it.
+    fn job<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+    ) -> BoxFuture<'a, Result<Option<JobListing>, StoreError>> {
+        Box::pin(async move {
+            let Scope::Caller(caller) = scope else {
+                return Ok(None);
+            };
+            Ok(self
+                .summary(id, caller)
+                .await?
+                .map(|summary| JobListing::new(summary, caller.clone(), None)))
+        })
+    }
+
+    /// A page of job `id`'s targets in submit order, with the job, if `scope` covers it
+    /// (see [`crate::page`]'s rules).
+    ///
+    /// The default reads [`status`](Self::status) whole and sees nothing for
+    /// [`Scope::Everyone`]; a store that can page overrides it.
+    fn targets_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+        query: &'a TargetsQuery,
+    ) -> BoxFuture<'a, Result<Option<TargetsPage>, StoreError>> {
+        Box::pin(async move {
+            let Scope::Caller(caller) = scope else {
+                return Ok(None);
+            };
+            let Some(job) = self.status(id, caller).await? else {
+                return Ok(None);
+            };
+            let summary =
+                JobSummary::new(job.id, job.status, job.counts(), job.created, job.updated);
+            let mut targets: Vec<IndexedTarget> = job
+                .targets
+                .into_iter()
+                .enumerate()
+                .filter(|(index, _)| query.after.is_none_or(|after| *index > after))
+                .filter(|(_, entry)| query.state.is_none_or(|kind| kind == entry.state.kind()))
+                .map(|(index, entry)| IndexedTarget::new(index, entry))
+                .collect();
+            let len = query.page_len();
+            let next = (targets.len() > len).then(|| targets[len - 1].index);
+            targets.truncate(len);
+            Ok(Some(TargetsPage::new(
+                JobListing::new(summary, caller.clone(), None),
+                targets,
+                next,
+            )))
+        })
+    }
 }
 
 /// One store, several runners one after another: `Arc<S>` is the store `S`.
@@ -659,5 +753,27 @@ impl<S: CallerStore + ?Sized> CallerStore for Arc<S> {
     }
     fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
         S::events(self)
+    }
+    fn jobs_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        query: &'a JobsQuery,
+    ) -> BoxFuture<'a, Result<JobsPage, StoreError>> {
+        S::jobs_page(self, scope, query)
+    }
+    fn job<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+    ) -> BoxFuture<'a, Result<Option<JobListing>, StoreError>> {
+        S::job(self, scope, id)
+    }
+    fn targets_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+        query: &'a TargetsQuery,
+    ) -> BoxFuture<'a, Result<Option<TargetsPage>, StoreError>> {
+        S::targets_page(self, scope, id, query)
     }
 }

@@ -13,7 +13,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
-use lockgate_batch::dashboard::Dashboard;
+use lockgate_batch::dashboard::{DEFAULT_MIN_INTERVAL, Dashboard};
 use lockgate_batch::store::MemoryStore;
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobId, JobStatus, Runner};
 use serde_json::Value;
@@ -57,10 +57,16 @@ async fn fetch(
 impl Board {
     /// A board whose admin is `root`, over a memory store.
     pub async fn new() -> Self {
-        Self::with(Config::default().workers(2), usize::MAX).await
+        Self::with(
+            Config::default().workers(2),
+            usize::MAX,
+            DEFAULT_MIN_INTERVAL,
+        )
+        .await
     }
 
-    pub async fn with(config: Config, max_streams: usize) -> Self {
+    /// A board over a runner of `config`, with these stream settings.
+    pub async fn with(config: Config, max_streams: usize, min_interval: Duration) -> Self {
         let gate = Arc::new(Semaphore::new(0));
         let fetch = {
             let gate = Arc::clone(&gate);
@@ -77,7 +83,8 @@ impl Board {
                 Some(Caller::new(user))
             })
             .admin(|caller: &Caller| caller.as_str() == "root")
-            .max_streams(max_streams);
+            .max_streams(max_streams)
+            .min_interval(min_interval);
         let app = Router::new().nest_service("/jobs", dashboard.router());
         Self {
             runner,

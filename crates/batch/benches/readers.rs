@@ -13,11 +13,15 @@
 //! worker fetches it; each iteration runs a new runner over the same file (`Arc<SqliteStore>`),
 //! with the poller started after the runner and stopped once every job ended. The runtime has
 //! as many threads as the machine has cores.
+//!
+//! The `sqlite_writer_loaded` group runs both subjects again beside one busy-looping thread
+//! per core: on a busy machine the reader's thread competes with the writer's for the CPU,
+//! not only for the database.
 
 use std::path::PathBuf;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_main};
@@ -42,6 +46,39 @@ impl Hooks for Ended {
     fn job(&self, _event: &lockgate_batch::hooks::JobEvent) {
         if self.jobs.fetch_add(1, Ordering::AcqRel) + 1 == JOBS {
             self.all.notify_waiters();
+        }
+    }
+}
+
+/// Threads that busy-loop until dropped: the loaded machine of the `_loaded` group, one per
+/// core, in this process, at the same priority as the bench's own threads.
+struct BusyLoops {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BusyLoops {
+    fn start(count: usize) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = (0..count)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        Self { stop, threads }
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            thread.join().unwrap();
         }
     }
 }
@@ -125,22 +162,30 @@ fn bench(c: &mut Criterion) {
     let callers: Vec<Caller> = (0..JOBS).map(|i| Caller::new(format!("s{i}"))).collect();
     let targets: Vec<u32> = (0..TARGETS_PER_JOB).collect();
 
-    let mut group = c.benchmark_group("sqlite_writer/1k_targets_10_jobs");
-    group.sample_size(10);
-    group.throughput(Throughput::Elements(
-        JOBS as u64 * u64::from(TARGETS_PER_JOB),
-    ));
-    for (name, poll) in [
-        ("batch_sqlite_alone", false),
-        ("batch_sqlite_beside_a_reader", true),
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    for (group_name, busy_loops) in [
+        ("sqlite_writer/1k_targets_10_jobs", 0),
+        ("sqlite_writer_loaded/1k_targets_10_jobs", cores),
     ] {
-        let (store, polled) = rt.block_on(open(&dir, name));
-        let polled = poll.then_some(&polled);
-        group.bench_function(name, |b| {
-            b.iter(|| rt.block_on(run(Arc::clone(&store), &callers, &targets, polled)));
-        });
+        let _load = BusyLoops::start(busy_loops);
+        let mut group = c.benchmark_group(group_name);
+        group.sample_size(10);
+        group.throughput(Throughput::Elements(
+            JOBS as u64 * u64::from(TARGETS_PER_JOB),
+        ));
+        for (name, poll) in [
+            ("batch_sqlite_alone", false),
+            ("batch_sqlite_beside_a_reader", true),
+        ] {
+            let file = format!("{name}-{busy_loops}");
+            let (store, polled) = rt.block_on(open(&dir, &file));
+            let polled = poll.then_some(&polled);
+            group.bench_function(name, |b| {
+                b.iter(|| rt.block_on(run(Arc::clone(&store), &callers, &targets, polled)));
+            });
+        }
+        group.finish();
     }
-    group.finish();
     drop(rt);
     let _ = std::fs::remove_dir_all(&dir);
 }

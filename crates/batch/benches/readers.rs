@@ -21,10 +21,13 @@
 use std::path::PathBuf;
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_main};
+#[path = "support/busy_loops.rs"]
+mod busy_loops;
+use busy_loops::BusyLoops;
 use lockgate_batch::hooks::Hooks;
 use lockgate_batch::store::{CallerStore, CancelOutcome, NewJob, SqliteStore, Timestamp};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobId, Runner};
@@ -46,39 +49,6 @@ impl Hooks for Ended {
     fn job(&self, _event: &lockgate_batch::hooks::JobEvent) {
         if self.jobs.fetch_add(1, Ordering::AcqRel) + 1 == JOBS {
             self.all.notify_waiters();
-        }
-    }
-}
-
-/// Threads that busy-loop until dropped: the loaded machine of the `_loaded` group, one per
-/// core, in this process, at the same priority as the bench's own threads.
-struct BusyLoops {
-    stop: Arc<AtomicBool>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl BusyLoops {
-    fn start(count: usize) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let threads = (0..count)
-            .map(|_| {
-                let stop = Arc::clone(&stop);
-                std::thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::hint::spin_loop();
-                    }
-                })
-            })
-            .collect();
-        Self { stop, threads }
-    }
-}
-
-impl Drop for BusyLoops {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for thread in self.threads.drain(..) {
-            thread.join().unwrap();
         }
     }
 }
@@ -162,7 +132,7 @@ fn bench(c: &mut Criterion) {
     let callers: Vec<Caller> = (0..JOBS).map(|i| Caller::new(format!("s{i}"))).collect();
     let targets: Vec<u32> = (0..TARGETS_PER_JOB).collect();
 
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let cores = busy_loops::cores();
     for (group_name, busy_loops) in [
         ("sqlite_writer/1k_targets_10_jobs", 0),
         ("sqlite_writer_loaded/1k_targets_10_jobs", cores),

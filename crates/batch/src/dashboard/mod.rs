@@ -48,7 +48,7 @@
 //! # JSON
 //!
 //! A job is `{"id": 7, "caller": "ann", "key": null, "status": "running", "counts":
-//! {"pending": 3, "done": 1, "failed": 0}, "created": "2026-01-02T03:04:05.678Z", "updated":
+//! {"pending": 3, "done": 1, "failed": 0}, "created": "2026-01-02T03:04:05.678000Z", "updated":
 //! …, "finished": null}` (times in RFC 3339, UTC; `finished` once the job ended). A target is
 //! `{"index": 0, "state": "done", "target": <its JSON>, "output": <its JSON>}`, or with
 //! `"error"` and `"hint"` for a failed one.

@@ -14,7 +14,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
 use lockgate_batch::dashboard::{DEFAULT_MIN_INTERVAL, Dashboard};
-use lockgate_batch::store::MemoryStore;
+use lockgate_batch::store::{MemoryStore, Store};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobId, JobStatus, Runner};
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -67,16 +67,22 @@ impl Board {
 
     /// A board over a runner of `config`, with these stream settings.
     pub async fn with(config: Config, max_streams: usize, min_interval: Duration) -> Self {
+        Self::on(MemoryStore::new(), config, max_streams, min_interval).await
+    }
+
+    /// A board over a runner of `config` on `store`.
+    pub async fn on(
+        store: impl Store,
+        config: Config,
+        max_streams: usize,
+        min_interval: Duration,
+    ) -> Self {
         let gate = Arc::new(Semaphore::new(0));
         let fetch = {
             let gate = Arc::clone(&gate);
             move |ctx: FetchContext, target: String| fetch(Arc::clone(&gate), ctx, target)
         };
-        let runner = Arc::new(
-            Runner::new(config, MemoryStore::new(), fetch)
-                .await
-                .expect("a runner"),
-        );
+        let runner = Arc::new(Runner::new(config, store, fetch).await.expect("a runner"));
         let dashboard =
             Dashboard::new(Arc::clone(&runner), |parts: &axum::http::request::Parts| {
                 let user = parts.headers.get("x-user")?.to_str().ok()?;

@@ -25,6 +25,7 @@ async fn a_job_stream_reports_each_stored_target_then_the_end() {
         stream.headers.get("content-type").unwrap(),
         "text/event-stream"
     );
+    assert_eq!(stream.headers.get("x-accel-buffering").unwrap(), "no");
     let first = stream.next().await.expect("a first event");
     assert_eq!(first.name, "progress");
     assert_eq!(first.data["id"], json!(id.get()));

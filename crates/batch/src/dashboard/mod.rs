@@ -77,7 +77,8 @@
 //! - **Cross-site requests.** Every `POST` must carry `Sec-Fetch-Site: same-origin`, or an
 //!   `Origin` whose host and port are the request's `Host`; otherwise `403` and nothing
 //!   changes. Browsers send these by themselves; a script calling the API sends `Origin`.
-//!   No `GET` changes anything.
+//!   Behind a reverse proxy, pass the client's `Host` through (or let the browser's
+//!   `Sec-Fetch-Site` decide), or every `Origin` check fails. No `GET` changes anything.
 //! - **Idempotent resubmit.** A resubmit is [`Runner::submit_keyed`](crate::Runner::submit_keyed)
 //!   as the job's caller with the key `resubmit:{id}`: a second one answers the job the first
 //!   made (while the store holds it).

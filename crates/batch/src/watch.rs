@@ -27,6 +27,11 @@
 //! workers' idle count in `worker/mod.rs`; `src/tests/loom_watch.rs` checks it under every
 //! interleaving, and fails if the watcher reads before it registers.)
 //!
+//! A start carries no counts, so it can only move a channel that already holds a progress
+//! from `queued` to `running`. One that arrives while the channel is still empty (the first
+//! watcher registered, its read not merged yet) is remembered beside the channel and applied
+//! to that read when it is merged: the read may come from before the claim.
+//!
 //! # Ends
 //!
 //! A terminal progress closes the job's channel (its sender leaves the table): a watcher
@@ -47,6 +52,10 @@ use crate::summary::Progress;
 struct Watched {
     sender: watch::Sender<Option<Progress>>,
     caller: Caller,
+    /// A claim started the job while the channel was still empty (its first watcher had
+    /// registered but not yet merged its read): the start is applied to that read when it
+    /// arrives (see "No lost event").
+    started_before_read: bool,
 }
 
 /// The runner's watched jobs.
@@ -77,6 +86,7 @@ impl Watchers {
                     Watched {
                         sender,
                         caller: caller.clone(),
+                        started_before_read: false,
                     },
                 );
                 self.watched.store(table.len(), Ordering::SeqCst);
@@ -99,8 +109,15 @@ impl Watchers {
     /// caller's: later resyncs read it as them.
     pub(crate) fn publish_summary(&self, job: JobId, caller: &Caller, progress: Progress) {
         let mut table = self.table();
+        let mut progress = progress;
         if let Some(watched) = table.get_mut(&job) {
             watched.caller = caller.clone();
+            // A start published before this read was merged, which the read may predate.
+            if std::mem::take(&mut watched.started_before_read)
+                && progress.status == JobStatus::Queued
+            {
+                progress = Progress::new(JobStatus::Running, progress.counts, None);
+            }
         }
         self.merge(&mut table, job, progress);
     }
@@ -119,12 +136,18 @@ impl Watchers {
             return;
         }
         let mut table = self.table();
-        let known = table.get(&job).and_then(|watched| *watched.sender.borrow());
-        if let Some(known) = known
-            && known.status == JobStatus::Queued
-        {
-            let running = Progress::new(JobStatus::Running, known.counts, None);
-            self.merge(&mut table, job, running);
+        let Some(watched) = table.get_mut(&job) else {
+            return;
+        };
+        let known = *watched.sender.borrow();
+        match known {
+            Some(known) if known.status == JobStatus::Queued => {
+                let running = Progress::new(JobStatus::Running, known.counts, None);
+                self.merge(&mut table, job, running);
+            }
+            Some(_) => {}
+            // Registered, its read not merged yet: that read may be from before the claim.
+            None => watched.started_before_read = true,
         }
     }
 
@@ -305,6 +328,24 @@ mod tests {
             assert_eq!(watch.changed().await, None);
             assert!(!watchers.any());
         }
+    }
+
+    /// A claim starts the job between a watcher's registration and the merge of its read,
+    /// which was taken before the claim (`queued`): the watch still starts `running`.
+    #[tokio::test]
+    async fn a_start_between_registration_and_first_read_is_not_lost() {
+        let watchers = Arc::new(Watchers::default());
+        let ann = Caller::new("ann");
+        let mut watch = watchers.register(JobId::new(1), &ann);
+        watchers.publish_start(JobId::new(1));
+        watchers.publish_summary(JobId::new(1), &ann, progress(JobStatus::Queued));
+        let settled = watch.settle(progress(JobStatus::Queued));
+        assert_eq!(settled.status, JobStatus::Running);
+        // A later watcher of the same job reads the channel as it is.
+        let second = watchers.register(JobId::new(1), &ann);
+        watchers.publish_summary(JobId::new(1), &ann, progress(JobStatus::Queued));
+        assert_eq!(watch.progress().status, JobStatus::Running);
+        drop(second);
     }
 
     /// Without a close in between, the first read goes through the channel: later

@@ -94,6 +94,15 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_claimable ON jobs (id)
         WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total;
     ",
+    // Version 5: pages (`crate::page`, `pages.rs`) walk an index from their key, whatever the
+    // store holds. A caller's jobs of every status walk version 2's `jobs_caller`, everyone's
+    // the primary key, a job's targets of every state `targets`' primary key; these are the
+    // status and state filters. `targets_state` is one more entry to move per stored target.
+    "
+    CREATE INDEX jobs_caller_status ON jobs (caller, status, id);
+    CREATE INDEX jobs_status ON jobs (status, id);
+    CREATE INDEX targets_state ON targets (job, state, idx);
+    ",
 ];
 
 /// The schema version this crate writes.

@@ -133,6 +133,23 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs ADD COLUMN settled BIGINT;
     ALTER TABLE targets ADD COLUMN stored_by BIGINT;
     ",
+    // Version 7: pages (`crate::page`, `pages.rs`) walk an index from their key, whatever the
+    // store holds. A caller's jobs of every status walk version 2's `jobs_caller`, everyone's
+    // the primary key, a job's targets of every state `targets`' primary key; these are the
+    // status and state filters. Among the columns that change, the two on `jobs` name only
+    // `status`, which `jobs_claimable` names already (it changes at a job's start and end),
+    // so claims and stored targets stay HOT updates of `jobs`. `targets_state` names
+    // `state`, which a stored target changes: one more index entry per stored target (its
+    // update was HOT only when its page had room, and targets are packed at submit).
+    // Replicas of the previous release read none of these and keep running beside this one;
+    // their writes wait while the indexes build (the migration holds the tables' `SHARE`
+    // lock until it commits), so over a large store migrate at a quiet moment
+    // (`PostgresOptions::migrate`).
+    "
+    CREATE INDEX jobs_caller_status ON jobs (caller, status, id);
+    CREATE INDEX jobs_status ON jobs (status, id);
+    CREATE INDEX targets_state ON targets (job, state, idx);
+    ",
 ];
 
 /// The schema version this crate writes.

@@ -19,7 +19,7 @@
 //! - `targets_all`: a job's targets from the middle of the job, every state.
 //! - `targets_failed`: a job's failed targets from the start. The small job's fail one in
 //!   two, the big job's one in 1,900: a page of 50 failed targets spread over the whole job,
-//!   which an index by state reads directly and a scan would walk in full.
+//!   which the index of failed targets reads directly and a scan would walk in full.
 //!
 //! The stores are seeded in bulk by SQL, with the rows `submit`, `cancel` and `finish`
 //! leave (`jobs_sql`, `targets_sql`), in about a second: through the API, 100,000 jobs (each

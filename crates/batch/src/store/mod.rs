@@ -415,9 +415,10 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///   read of the store, never from halves of a change.
 /// - **Cost.** A page costs what its rows cost, however many jobs the store holds or targets
 ///   the job has: walk an index from the key (jobs by caller and id, by caller, status and
-///   id, by id, by status and id; targets by job and index, by job, state and index), never
-///   skip rows by count. The stores' page indexes are listed in their files (`pages.rs`,
-///   `memory/listing.rs`).
+///   id, by id, by status and id; targets by job and index, failed ones by job and index),
+///   never skip rows by count. Targets are stored in index order, so a job's pending
+///   targets are those from its first pending one on. The stores' page indexes are listed
+///   in their files (`pages.rs`, `memory/listing.rs`).
 ///
 /// # Idempotency keys
 ///

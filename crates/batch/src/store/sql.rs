@@ -18,7 +18,6 @@
 //! | settled | all done → `done`, all failed → `failed`, else `partial` |
 
 use crate::job::{Counts, JobId, JobStatus};
-use crate::page::TargetKind;
 use crate::time::Timestamp;
 
 /// `WHERE` text of a live job.
@@ -62,15 +61,6 @@ pub(crate) fn after_index(after: Option<usize>) -> i64 {
 /// exists (`page::cut`).
 pub(crate) fn limit_past(len: usize) -> i64 {
     i64::try_from(len).unwrap_or(i64::MAX).saturating_add(1)
-}
-
-/// A target state's word in the `state` column.
-pub(crate) fn state_word(kind: TargetKind) -> &'static str {
-    match kind {
-        TargetKind::Pending => "pending",
-        TargetKind::Done => "done",
-        TargetKind::Failed => "failed",
-    }
 }
 
 /// A timestamp as its column value: microseconds since the Unix epoch.

@@ -158,7 +158,7 @@ async fn a_version_1_schema_migrates_with_its_counts() {
             "SET search_path TO \"{schema}\";
              DROP INDEX jobs_caller_status;
              DROP INDEX jobs_status;
-             DROP INDEX targets_state;
+             DROP INDEX targets_failed;
              ALTER TABLE jobs DROP COLUMN settled;
              ALTER TABLE targets DROP COLUMN stored_by;
              DROP INDEX jobs_claimable;

@@ -17,14 +17,22 @@
 //!    | everyone's jobs | the primary key `id` |
 //!    | everyone's jobs in a status | `jobs_status (status, id)` (7) |
 //!    | a job's targets | `targets`' primary key `(job, idx)` |
-//!    | a job's targets in a state | `targets_state (job, state, idx)` (7) |
+//!    | a job's pending targets | the primary key, from the job's `next` on |
+//!    | a job's done targets | the primary key, below its `next`, skipping failed ones |
+//!    | a job's failed targets | `targets_failed (job, idx) WHERE state = 'failed'` (7) |
+//!
+//!    Targets are stored in index order, so a job's pending targets are exactly those from
+//!    its `next` on and need no index; only failed ones get an entry of their own. A done
+//!    page skips the failed targets among its rows: a job that mostly failed pages its done
+//!    targets at the cost of its failures.
 //!
 //!    `benches/pages.rs` measures a page over a small and a large store.
 //! 3. **Scoped in SQL.** A [`Scope::Caller`] is a `caller = $n` of the statement itself, so
 //!    another caller's job is never read.
 //! 4. **One statement text per shape.** Each filter is in the text only when the query has
-//!    it (never `$n IS NULL OR …`), so the store's generic plans (`options::PLANNER_SETTINGS`)
-//!    are each planned for the index of their shape.
+//!    it (never `$n IS NULL OR …`), and a state is a literal (`state = 'failed'`, which
+//!    `targets_failed`'s predicate needs), so the store's generic plans
+//!    (`options::PLANNER_SETTINGS`) are each planned for the index of their shape.
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
@@ -33,10 +41,11 @@ use tokio_postgres::types::ToSql;
 use super::PostgresError;
 use crate::job::JobId;
 use crate::page::{
-    IndexedTarget, JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery, cut,
+    IndexedTarget, JobListing, JobsPage, JobsQuery, Scope, TargetKind, TargetsPage, TargetsQuery,
+    cut,
 };
 use crate::store::rows::{LISTING_COLUMNS, ListingRow, SummaryRow, TargetRow};
-use crate::store::sql::{after_index, highest_id, limit_past, state_word};
+use crate::store::sql::{after_index, highest_id, limit_past};
 
 type Result<T> = std::result::Result<T, PostgresError>;
 
@@ -144,23 +153,27 @@ pub(super) async fn targets_page<C: GenericClient>(
 ) -> Result<Option<TargetsPage>> {
     let raw = id.get() as i64;
     let caller = caller_of(scope);
-    let state = query.state.map(state_word);
     let (after, len) = (after_index(query.after), query.page_len());
     let limit = limit_past(len);
     let mut params = Params::default();
     let job = params.add(&raw);
-    let mut of_state = String::new();
-    if let Some(state) = &state {
-        of_state = format!("state = {} AND ", params.add(state));
-    }
-    let after = params.add(&after);
+    let after = format!("{}::BIGINT", params.add(&after));
     let limit = params.add(&limit);
+    // Pending targets are those from the job's `next` on; stored ones lie below it.
+    let range = match query.state {
+        None => format!("idx > {after}"),
+        Some(TargetKind::Pending) => {
+            format!("state = 'pending' AND idx > GREATEST({after}, j.next - 1)")
+        }
+        Some(TargetKind::Done) => format!("state = 'done' AND idx > {after} AND idx < j.next"),
+        Some(TargetKind::Failed) => format!("state = 'failed' AND idx > {after} AND idx < j.next"),
+    };
     let mut sql = format!(
         "SELECT j.id, j.status, j.created, j.updated, j.total, j.done, j.failed, j.caller, j.key,
                 t.idx, t.target, t.state, t.output, t.error, t.hint
          FROM jobs j LEFT JOIN LATERAL (
              SELECT idx, target, state, output, error, hint FROM targets
-             WHERE job = j.id AND {of_state}idx > {after}::BIGINT ORDER BY idx LIMIT {limit}
+             WHERE job = j.id AND {range} ORDER BY idx LIMIT {limit}
          ) t ON TRUE
          WHERE j.id = {job}"
     );

@@ -135,12 +135,14 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ",
     // Version 7: pages (`crate::page`, `pages.rs`) walk an index from their key, whatever the
     // store holds. A caller's jobs of every status walk version 2's `jobs_caller`, everyone's
-    // the primary key, a job's targets of every state `targets`' primary key; these are the
-    // status and state filters. Among the columns that change, the two on `jobs` name only
-    // `status`, which `jobs_claimable` names already (it changes at a job's start and end),
-    // so claims and stored targets stay HOT updates of `jobs`. `targets_state` names
-    // `state`, which a stored target changes: one more index entry per stored target (its
-    // update was HOT only when its page had room, and targets are packed at submit).
+    // the primary key, a job's targets `targets`' primary key (its pending ones from its
+    // `next` on); these are the status filters and the failed targets. Among the columns
+    // that change, the two on `jobs` name only `status`, which `jobs_claimable` names already
+    // (it changes at a job's start and end), so claims and stored targets stay HOT updates
+    // of `jobs`. `targets_failed` names `state`, which a stored target changes, so a store
+    // is no HOT update of `targets` (it rarely was: targets are packed at submit, and a new
+    // row version seldom finds room on its page); only a failed target's new version gets
+    // an entry in it.
     // Replicas of the previous release read none of these and keep running beside this one;
     // their writes wait while the indexes build (the migration holds the tables' `SHARE`
     // lock until it commits), so over a large store migrate at a quiet moment
@@ -148,7 +150,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "
     CREATE INDEX jobs_caller_status ON jobs (caller, status, id);
     CREATE INDEX jobs_status ON jobs (status, id);
-    CREATE INDEX targets_state ON targets (job, state, idx);
+    CREATE INDEX targets_failed ON targets (job, idx) WHERE state = 'failed';
     ",
 ];
 

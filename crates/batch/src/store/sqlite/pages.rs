@@ -16,12 +16,17 @@
 //!    | everyone's jobs | the primary key `id` |
 //!    | everyone's jobs in a status | `jobs_status (status, id)` (5) |
 //!    | a job's targets | `targets`' primary key `(job, idx)` |
-//!    | a job's targets in a state | `targets_state (job, state, idx)` (5) |
+//!    | a job's pending targets | the primary key, from the job's `next` on |
+//!    | a job's done targets | the primary key, below its `next`, skipping failed ones |
+//!    | a job's failed targets | `targets_failed (job, idx) WHERE state = 'failed'` (5) |
 //!
-//!    A filtered read names its index (`INDEXED BY`): without statistics SQLite prefers
-//!    the primary key's walk, covering but filtered row by row, which reads every target
-//!    of the job to find its few failed ones. `pages_use_their_indexes` (`tests.rs`) reads
-//!    each statement's plan.
+//!    Targets are stored in index order, so a job's pending targets are exactly those from
+//!    its `next` (`done + failed`) on and need no index; only failed ones get an entry of
+//!    their own, so a done target's store writes no index entry more than before. A done
+//!    page skips the failed targets among its rows: a job that mostly failed pages its done
+//!    targets at the cost of its failures. A filtered read names its index (`INDEXED BY`):
+//!    without statistics SQLite prefers the primary key's walk, filtered row by row.
+//!    `pages_use_their_indexes` (`tests.rs`) reads each statement's plan.
 //! 3. **Scoped in SQL.** A [`Scope::Caller`] is a `caller = ?` of the statement itself, so
 //!    another caller's job is never read.
 
@@ -29,11 +34,12 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteError;
 use crate::job::JobId;
+use crate::page::TargetKind;
 use crate::page::{
     IndexedTarget, JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery, cut,
 };
 use crate::store::rows::{LISTING_COLUMNS, ListingRow, SummaryRow, TARGET_COLUMNS, TargetRow};
-use crate::store::sql::{after_index, highest_id, limit_past, state_word};
+use crate::store::sql::{after_index, highest_id, limit_past};
 
 type Result<T> = std::result::Result<T, SqliteError>;
 
@@ -53,18 +59,29 @@ pub(super) fn jobs_sql(caller: bool, status: bool) -> String {
     )
 }
 
-/// The statement of a targets page: `?1` the job, `?2` the index the page follows, `?3` the
-/// state (only when the page has one), `?4` the row count.
-pub(super) fn targets_sql(state: bool) -> String {
-    let (index, state) = if state {
-        (" INDEXED BY targets_state", "state = ?3 AND ")
-    } else {
-        ("", "")
+/// The statement of a targets page in `state` (every state if `None`): `?1` the job, `?2`
+/// the index the page follows, `?3` the index it stays below, `?4` the row count.
+pub(super) fn targets_sql(state: Option<TargetKind>) -> String {
+    let (index, state) = match state {
+        None => ("", ""),
+        Some(TargetKind::Pending) => ("", "state = 'pending' AND "),
+        Some(TargetKind::Done) => ("", "state = 'done' AND "),
+        Some(TargetKind::Failed) => (" INDEXED BY targets_failed", "state = 'failed' AND "),
     };
     format!(
-        "SELECT idx, {TARGET_COLUMNS} FROM targets{index} WHERE job = ?1 AND {state}idx > ?2 \
-         ORDER BY idx LIMIT ?4"
+        "SELECT idx, {TARGET_COLUMNS} FROM targets{index} \
+         WHERE job = ?1 AND {state}idx > ?2 AND idx < ?3 ORDER BY idx LIMIT ?4"
     )
+}
+
+/// Where a targets page in `state` lies, from its key `after` and the job's `stored`
+/// targets (those before its `next`): the index it follows and the index it stays below.
+pub(super) fn targets_range(after: i64, state: Option<TargetKind>, stored: i64) -> (i64, i64) {
+    match state {
+        Some(TargetKind::Pending) => (after.max(stored - 1), i64::MAX),
+        Some(TargetKind::Done | TargetKind::Failed) => (after, stored),
+        None => (after, i64::MAX),
+    }
 }
 
 /// The caller a scope names, if it names one.
@@ -148,14 +165,12 @@ pub(super) fn targets_page(
         return Ok(None);
     };
     let len = query.page_len();
-    let mut stmt = tx.prepare_cached(&targets_sql(query.state.is_some()))?;
+    let counts = job.summary.counts;
+    let stored = i64::try_from(counts.stored()).unwrap_or(i64::MAX);
+    let (after, below) = targets_range(after_index(query.after), query.state, stored);
+    let mut stmt = tx.prepare_cached(&targets_sql(query.state))?;
     let rows = stmt.query_map(
-        params![
-            id.get() as i64,
-            after_index(query.after),
-            query.state.map(state_word),
-            limit_past(len)
-        ],
+        params![id.get() as i64, after, below, limit_past(len)],
         |row| {
             Ok((
                 row.get::<_, i64>(0)?,

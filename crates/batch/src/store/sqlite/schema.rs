@@ -96,12 +96,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ",
     // Version 5: pages (`crate::page`, `pages.rs`) walk an index from their key, whatever the
     // store holds. A caller's jobs of every status walk version 2's `jobs_caller`, everyone's
-    // the primary key, a job's targets of every state `targets`' primary key; these are the
-    // status and state filters. `targets_state` is one more entry to move per stored target.
+    // the primary key, a job's targets `targets`' primary key (its pending ones from its
+    // `next` on); these are the status filters and the failed targets. Only a failed
+    // target's store writes an entry in `targets_failed`.
     "
     CREATE INDEX jobs_caller_status ON jobs (caller, status, id);
     CREATE INDEX jobs_status ON jobs (status, id);
-    CREATE INDEX targets_state ON targets (job, state, idx);
+    CREATE INDEX targets_failed ON targets (job, idx) WHERE state = 'failed';
     ",
 ];
 

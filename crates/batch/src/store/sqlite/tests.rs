@@ -353,6 +353,7 @@ fn caller_lookups_use_their_indexes() {
 /// hold, would show as a `SCAN` or a `TEMP B-TREE` here.
 #[test]
 fn pages_use_their_indexes() {
+    use crate::page::TargetKind;
     let store = SqliteStore::open_in_memory().unwrap();
     let plan = |sql: String| {
         store.with_connection(move |conn| {
@@ -370,8 +371,13 @@ fn pages_use_their_indexes() {
         (pages::jobs_sql(true, true), "jobs_caller_status "),
         (pages::jobs_sql(false, false), "INTEGER PRIMARY KEY"),
         (pages::jobs_sql(false, true), "jobs_status "),
-        (pages::targets_sql(false), "PRIMARY KEY"),
-        (pages::targets_sql(true), "targets_state "),
+        (pages::targets_sql(None), "PRIMARY KEY"),
+        (pages::targets_sql(Some(TargetKind::Pending)), "PRIMARY KEY"),
+        (pages::targets_sql(Some(TargetKind::Done)), "PRIMARY KEY"),
+        (
+            pages::targets_sql(Some(TargetKind::Failed)),
+            "targets_failed ",
+        ),
     ];
     for (sql, index) in expected {
         let plan = plan(sql.clone());

@@ -385,6 +385,10 @@ fn pages_use_their_indexes() {
         assert!(plan.contains(index), "{sql} walks {index}: {plan}");
         assert!(!plan.contains("TEMP B-TREE"), "{sql}: no sort: {plan}");
     }
+    // The pages' status index leaves the claim's walk alone: in id order, no sort.
+    let claim = plan(queries::ready_sql());
+    assert!(claim.contains("jobs_claimable"), "{claim}");
+    assert!(!claim.contains("TEMP B-TREE"), "{claim}");
 }
 
 /// A scratch folder of this test process, emptied first.

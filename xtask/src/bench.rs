@@ -26,9 +26,9 @@
 //! |---|---:|---|---:|---:|
 //! | pdfpool (4 benches) | 11 | 1 s + 3 s (the benches' config) | ≈ 45 s | ≈ 10 s |
 //! | worker (throughput) | 84 (12 groups × 7) | 3 s + 5 s (criterion's defaults) | ≈ 11.5 min | ≈ 1.5 min |
-//! | batch (runner, readers, postgres, streams) | 7 + 2 + 5 + 3 | 3 s + 5 s; the PostgreSQL ids (0.7–1.2 s an iteration) need 10 iterations, ≈ 12 s; the streams ids (0.2–0.6 s an iteration) ≈ 8 s | ≈ 3 min | ≈ 30 s |
+//! | batch (runner, readers, postgres, pages, streams) | 7 + 2 + 5 + 16 + 3 | 3 s + 5 s; the PostgreSQL ids (0.7–1.2 s an iteration) need 10 iterations, ≈ 12 s; `pages` seeds its stores in a few seconds; the streams ids (0.5–0.9 s an iteration) ≈ 10 s | ≈ 5 min | ≈ 50 s |
 //!
-//! So a full run takes about 14–15 minutes and `--quick` about 2. A cold bench-profile build
+//! So a full run takes about 16–17 minutes and `--quick` about 2.5. A cold bench-profile build
 //! of the three crates adds about 9 minutes on that machine, a warm one seconds. criterion's
 //! quick mode skips the warm-up and stops each id once two samples agree within 5 %, or at
 //! the measurement time, which `--quick` sets to 1 s (without that cap the noise of a busy

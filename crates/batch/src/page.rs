@@ -146,6 +146,22 @@ fn clamp(limit: Option<usize>) -> usize {
     limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE)
 }
 
+/// Cuts `rows`, read up to one past a page of `len` (rule 5: the row past the page comes
+/// from the same read), to `len`, and names the page's `next` key: the last kept row's if a
+/// row was cut, `None` if none lies past the page.
+pub(crate) fn cut<T, K>(
+    mut rows: Vec<T>,
+    len: usize,
+    key: impl Fn(&T) -> K,
+) -> (Vec<T>, Option<K>) {
+    if rows.len() <= len {
+        return (rows, None);
+    }
+    rows.truncate(len);
+    let next = rows.last().map(key);
+    (rows, next)
+}
+
 /// A target's state without its output: what a targets page filters on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -315,6 +331,13 @@ mod tests {
                 "next": null,
             })
         );
+    }
+
+    #[test]
+    fn a_page_has_a_next_key_only_if_a_row_lies_past_it() {
+        assert_eq!(cut(vec![9, 8, 7], 2, |&n| n), (vec![9, 8], Some(8)));
+        assert_eq!(cut(vec![9, 8], 2, |&n| n), (vec![9, 8], None));
+        assert_eq!(cut(Vec::<u8>::new(), 1, |&n| n), (vec![], None));
     }
 
     #[test]

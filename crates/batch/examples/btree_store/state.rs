@@ -4,6 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use lockgate_batch::page::{
+    IndexedTarget, JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery,
+};
 use lockgate_batch::store::{
     CancelOutcome, Claim, ClaimEnd, Completion, Ended, Evicted, NewJob, Submitted, Timestamp,
 };
@@ -154,6 +157,63 @@ impl State {
     pub(super) fn jobs_of(&self, caller: &Caller) -> Vec<JobSummary> {
         let mine = self.jobs.iter().filter(|(_, job)| job.caller == *caller);
         mine.map(|(&id, job)| job.summary(id)).collect()
+    }
+
+    /// Job `id` with whose it is and its key, if `scope` covers it.
+    pub(super) fn job(&self, scope: &Scope, id: JobId) -> Option<JobListing> {
+        let job = self.jobs.get(&id).filter(|job| scope.covers(&job.caller))?;
+        Some(JobListing::new(
+            job.summary(id),
+            job.caller.clone(),
+            job.key.clone(),
+        ))
+    }
+
+    /// The jobs `scope` covers, newest first, below the query's key and in its status: one
+    /// row past the page tells whether a next page exists.
+    pub(super) fn jobs_page(&self, scope: &Scope, query: &JobsQuery) -> JobsPage {
+        let below = query.before.unwrap_or(JobId::new(u64::MAX));
+        let len = query.page_len();
+        let mut ids: Vec<JobId> = self
+            .jobs
+            .range(..below)
+            .rev()
+            .filter(|(_, job)| scope.covers(&job.caller))
+            .filter(|(_, job)| query.status.is_none_or(|status| job.status == status))
+            .map(|(&id, _)| id)
+            .take(len + 1)
+            .collect();
+        let next = (ids.len() > len).then(|| ids[len - 1]);
+        ids.truncate(len);
+        let jobs = ids.into_iter().filter_map(|id| self.job(scope, id));
+        JobsPage::new(jobs.collect(), next)
+    }
+
+    /// Job `id`'s targets after the query's key and in its state, if `scope` covers it.
+    pub(super) fn targets_page(
+        &self,
+        scope: &Scope,
+        id: JobId,
+        query: &TargetsQuery,
+    ) -> Option<TargetsPage> {
+        let listing = self.job(scope, id)?;
+        let job = &self.jobs[&id];
+        let len = query.page_len();
+        let mut targets: Vec<IndexedTarget> = job
+            .targets
+            .iter()
+            .zip(&job.results)
+            .enumerate()
+            .filter(|(index, _)| query.after.is_none_or(|after| *index > after))
+            .filter(|(_, (_, state))| query.state.is_none_or(|kind| state.kind() == kind))
+            .take(len + 1)
+            .map(|(index, (target, state))| {
+                IndexedTarget::new(index, TargetEntry::new(target.to_string(), state.clone()))
+            })
+            .collect();
+        let next = (targets.len() > len).then(|| targets[len - 1].index);
+        targets.truncate(len);
+        Some(TargetsPage::new(listing, targets, next))
     }
 
     /// Job `id`'s end, now.

@@ -14,6 +14,7 @@ mod state;
 use std::future::{Future, Ready, ready};
 use std::sync::Mutex;
 
+use lockgate_batch::page::{JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery};
 use lockgate_batch::store::{
     BoxFuture, CallerStore, CancelOutcome, Claim, ClaimEnd, Evicted, Finished, NewJob, Submitted,
     Timestamp, WorkerStore,
@@ -135,5 +136,30 @@ impl CallerStore for BTreeStore {
         now: Timestamp,
     ) -> BoxFuture<'a, Result<CancelOutcome, StoreError>> {
         Box::pin(self.with(|state| state.cancel(id, caller, now)))
+    }
+
+    fn jobs_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        query: &'a JobsQuery,
+    ) -> BoxFuture<'a, Result<JobsPage, StoreError>> {
+        Box::pin(self.with(|state| state.jobs_page(scope, query)))
+    }
+
+    fn job<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+    ) -> BoxFuture<'a, Result<Option<JobListing>, StoreError>> {
+        Box::pin(self.with(|state| state.job(scope, id)))
+    }
+
+    fn targets_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+        query: &'a TargetsQuery,
+    ) -> BoxFuture<'a, Result<Option<TargetsPage>, StoreError>> {
+        Box::pin(self.with(|state| state.targets_page(scope, id, query)))
     }
 }

@@ -2,6 +2,7 @@
 
 use super::reference::{CancelOutcome, Claim, Completion, Refusal, Submitted};
 use crate::job::{Caller, Job, JobId};
+use crate::page::{JobListing, JobsPage, TargetsPage};
 use crate::store::{Evicted, Timestamp};
 use crate::summary::JobSummary;
 
@@ -63,6 +64,12 @@ pub(crate) enum Answer {
     Summary(Option<JobSummary>),
     /// `jobs`.
     Jobs(Vec<JobSummary>),
+    /// `jobs_page`.
+    JobsPage(JobsPage),
+    /// `job`.
+    Job(Option<JobListing>),
+    /// `targets_page`.
+    TargetsPage(Option<TargetsPage>),
     /// `next_wakeup`.
     Wakeup(Option<Timestamp>),
     /// `evict_oldest`.
@@ -112,6 +119,17 @@ impl Answer {
             Self::Status(Some(_)) | Self::Summary(Some(_)) => "status or summary: found",
             Self::Jobs(jobs) if jobs.is_empty() => "jobs: none",
             Self::Jobs(_) => "jobs: some",
+            Self::JobsPage(page) if page.jobs.is_empty() => "jobs_page: empty",
+            Self::JobsPage(page) if page.next.is_some() => "jobs_page: a page with a next",
+            Self::JobsPage(_) => "jobs_page: the last page",
+            Self::Job(None) => "job: not found",
+            Self::Job(Some(_)) => "job: found",
+            Self::TargetsPage(None) => "targets_page: job not found",
+            Self::TargetsPage(Some(page)) if page.targets.is_empty() => "targets_page: empty",
+            Self::TargetsPage(Some(page)) if page.next.is_some() => {
+                "targets_page: a page with a next"
+            }
+            Self::TargetsPage(Some(_)) => "targets_page: the last page",
             Self::Wakeup(None) => "next_wakeup: none",
             Self::Wakeup(Some(_)) => "next_wakeup: a time",
             Self::Evicted(e) if e.jobs == 0 => "evict_oldest: nothing",

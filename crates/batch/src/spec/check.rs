@@ -7,12 +7,15 @@
 //! refusals, every field of a claim, finishes, cancels, snapshots, summaries, job lists,
 //! evictions, recovers, and (within what the docs allow; see [`wakeup_agrees`]) wake-ups.
 //! Whether a `finish` asked to `take_next` hands a claim back is the store's choice; when it
-//! does, that claim is compared with the one the reference makes then.
+//! does, that claim is compared with the one the reference makes then. The page reads are
+//! checked in `check/pages.rs`.
 //!
 //! After the sequence, a drain cancels every live job, releases every claim out and evicts
 //! everything, comparing those answers too; so every sequence ends on an empty store, and one
 //! store can serve the next sequence (that is how a database's spec avoids a schema per
 //! sequence).
+
+mod pages;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
@@ -99,6 +102,10 @@ struct Session<'a, S> {
     waits: BTreeMap<JobId, Vec<JobId>>,
     /// When the sequence started.
     start: Timestamp,
+    /// The `next` of the last jobs page that had one: (the reference's, the store's).
+    last_jobs_next: Option<(JobId, JobId)>,
+    /// The `next` of the last targets page that had one.
+    last_targets_next: Option<usize>,
 }
 
 /// Runs `ops` from time `start` against the reference and `store` (whose earlier life is
@@ -125,6 +132,8 @@ pub(crate) async fn check<S: Store>(
         submits: 0,
         waits: BTreeMap::new(),
         start,
+        last_jobs_next: None,
+        last_targets_next: None,
     };
     match session.run(ops).await {
         Ok(()) => Ok(session.now),
@@ -415,6 +424,23 @@ impl<S: Store> Session<'_, S> {
                 self.compare(what, Answer::Summary(expected), Answer::Summary(got))
             }
             Op::Jobs(n) => self.jobs_of(&at, &Caller::new(CALLERS[*n])).await,
+            Op::JobsPage {
+                caller,
+                status,
+                key,
+                limit,
+            } => self.jobs_page(&at, *caller, *status, *key, *limit).await,
+            Op::Job(job, viewer) => self.job(&at, *job, *viewer).await,
+            Op::TargetsPage {
+                job,
+                viewer,
+                state,
+                key,
+                limit,
+            } => {
+                self.targets_page(&at, *job, *viewer, *state, *key, *limit)
+                    .await
+            }
             Op::NextWakeup => self.wakeup(&at).await,
             Op::Evict(budget) => {
                 let stored = self.reference.stored_bytes();

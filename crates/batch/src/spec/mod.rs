@@ -3,7 +3,8 @@
 //!
 //! The contract's docs promise a lot in prose: the rotation (the first ready job from the
 //! cursor on is claimed next), fencing and leases, caller isolation, idempotency keys,
-//! counts and summaries, bytes and eviction order, wake-ups. The kit writes those promises
+//! counts and summaries, pages of jobs and of targets (scopes, filters, keys and limits),
+//! bytes and eviction order, wake-ups. The kit writes those promises
 //! down as a reference model (the simplest code that keeps them), generates random sequences
 //! of store calls, runs each against the reference and your store side by side, and compares
 //! every answer. The first sequence that disagrees is shrunk to a minimal one, and the

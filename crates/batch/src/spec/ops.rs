@@ -7,6 +7,9 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 
+use crate::job::JobStatus;
+use crate::page::TargetKind;
+
 /// Callers the sequences use; every op picks one of these by position.
 pub(crate) const CALLERS: [&str; 3] = ["ann", "bob", "cy"];
 
@@ -40,6 +43,46 @@ pub(crate) struct JobPick {
     pub(crate) job: Option<Index>,
     /// Who asks.
     pub(crate) asker: Asker,
+}
+
+/// Whose jobs a page read covers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Viewer {
+    /// One caller: [`Asker`] names which.
+    Asker(Asker),
+    /// [`Scope::Everyone`](crate::page::Scope::Everyone).
+    Everyone,
+}
+
+/// Where a jobs page starts: its `before` key.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum JobsKey {
+    /// No key: the first page.
+    First,
+    /// The id of a job submitted earlier in the sequence (evicted ones included).
+    Job(Index),
+    /// One above such an id: a key no job has, between that job and the next.
+    AboveJob(Index),
+    /// An id above every job's (`GHOST`).
+    Ghost,
+    /// Id 0: below every job's.
+    Zero,
+    /// The `next` of the last jobs page read, if one had a next; else no key.
+    Previous,
+}
+
+/// Where a targets page starts: its `after` key.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TargetsKey {
+    /// No key: the first page.
+    First,
+    /// This index (the sequences' jobs have up to three targets).
+    At(usize),
+    /// `usize::MAX`: past every target.
+    Past,
+    /// The `next` of the last targets page read, if one had a next (of whichever job);
+    /// else no key.
+    Previous,
 }
 
 /// A result to store.
@@ -117,6 +160,33 @@ pub(crate) enum Op {
     Summary(JobPick),
     /// `jobs` of `CALLERS[n]`.
     Jobs(usize),
+    /// `jobs_page` of `CALLERS[n]` (`None`: everyone's), in a status if one is named.
+    JobsPage {
+        /// The caller whose page it is; `None` for everyone's.
+        caller: Option<usize>,
+        /// The status filter.
+        status: Option<JobStatus>,
+        /// Where the page starts.
+        key: JobsKey,
+        /// The query's `limit`.
+        limit: Option<usize>,
+    },
+    /// `job` of a job (`job: None` names an id never minted).
+    Job(Option<Index>, Viewer),
+    /// `targets_page` of a job (`job: None` names an id never minted), in a state if one
+    /// is named.
+    TargetsPage {
+        /// The job.
+        job: Option<Index>,
+        /// Who reads it.
+        viewer: Viewer,
+        /// The state filter.
+        state: Option<TargetKind>,
+        /// Where the page starts.
+        key: TargetsKey,
+        /// The query's `limit`.
+        limit: Option<usize>,
+    },
     /// `next_wakeup`.
     NextWakeup,
     /// `evict_oldest` with a budget.
@@ -139,6 +209,101 @@ fn job_pick() -> impl Strategy<Value = JobPick> {
         1 => (0..CALLERS.len()).prop_map(Asker::Caller),
     ];
     (job, asker).prop_map(|(job, asker)| JobPick { job, asker })
+}
+
+fn viewer() -> impl Strategy<Value = Viewer> {
+    prop_oneof![
+        3 => Just(Viewer::Asker(Asker::Owner)),
+        1 => (0..CALLERS.len()).prop_map(|n| Viewer::Asker(Asker::Caller(n))),
+        2 => Just(Viewer::Everyone),
+    ]
+}
+
+/// A page's `limit`: mostly short pages, so that sequences page through a few rows; now and
+/// then none (the default), 0 (clamped to 1), or a million (clamped to `MAX_PAGE`).
+fn limit() -> impl Strategy<Value = Option<usize>> {
+    prop_oneof![
+        1 => Just(None),
+        1 => Just(Some(0)),
+        6 => (1usize..=3).prop_map(Some),
+        1 => Just(Some(1_000_000)),
+    ]
+}
+
+fn job_status() -> impl Strategy<Value = Option<JobStatus>> {
+    prop_oneof![
+        3 => Just(None),
+        1 => proptest::sample::select(vec![
+            JobStatus::Queued,
+            JobStatus::Running,
+            JobStatus::Done,
+            JobStatus::Failed,
+            JobStatus::Partial,
+            JobStatus::Cancelled,
+        ])
+        .prop_map(Some),
+    ]
+}
+
+fn target_kind() -> impl Strategy<Value = Option<TargetKind>> {
+    prop_oneof![
+        2 => Just(None),
+        1 => proptest::sample::select(vec![
+            TargetKind::Pending,
+            TargetKind::Done,
+            TargetKind::Failed,
+        ])
+        .prop_map(Some),
+    ]
+}
+
+fn jobs_key() -> impl Strategy<Value = JobsKey> {
+    prop_oneof![
+        3 => Just(JobsKey::First),
+        2 => any::<Index>().prop_map(JobsKey::Job),
+        1 => any::<Index>().prop_map(JobsKey::AboveJob),
+        1 => Just(JobsKey::Ghost),
+        1 => Just(JobsKey::Zero),
+        4 => Just(JobsKey::Previous),
+    ]
+}
+
+fn targets_key() -> impl Strategy<Value = TargetsKey> {
+    prop_oneof![
+        3 => Just(TargetsKey::First),
+        2 => (0usize..4).prop_map(TargetsKey::At),
+        1 => Just(TargetsKey::Past),
+        4 => Just(TargetsKey::Previous),
+    ]
+}
+
+/// A page read: of jobs, of one job, or of one job's targets.
+fn page_op() -> impl Strategy<Value = Op> {
+    let caller = prop_oneof![2 => (0..CALLERS.len()).prop_map(Some), 1 => Just(None)];
+    let jobs_page =
+        (caller, job_status(), jobs_key(), limit()).prop_map(|(caller, status, key, limit)| {
+            Op::JobsPage {
+                caller,
+                status,
+                key,
+                limit,
+            }
+        });
+    let job = || prop_oneof![12 => any::<Index>().prop_map(Some), 1 => Just(None)];
+    let targets_page = (job(), viewer(), target_kind(), targets_key(), limit()).prop_map(
+        |(job, viewer, state, key, limit)| Op::TargetsPage {
+            job,
+            viewer,
+            state,
+            key,
+            limit,
+        },
+    );
+    prop_oneof![
+        3 => jobs_page,
+        1 => (job(), viewer()).prop_map(|(job, viewer)| Op::Job(job, viewer)),
+        3 => targets_page,
+    ]
 }
 
 fn outcome() -> impl Strategy<Value = Outcome> {
@@ -200,6 +365,7 @@ pub(crate) fn op() -> impl Strategy<Value = Op> {
         1 => job_pick().prop_map(Op::Status),
         1 => job_pick().prop_map(Op::Summary),
         1 => (0..CALLERS.len()).prop_map(Op::Jobs),
+        4 => page_op(),
         3 => Just(Op::NextWakeup),
         2 => budget().prop_map(Op::Evict),
         1 => Just(Op::Recover),

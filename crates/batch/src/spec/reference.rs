@@ -45,6 +45,12 @@
 //!   had out). Ties are impossible: one counter orders them all. When one claim takes back
 //!   several lapsed claims of cancelled jobs, they become evictable in order of lease end,
 //!   then submit order.
+//! - **Pages.** A jobs page is the jobs the scope covers (a caller's own, or everyone's),
+//!   in the query's status if it names one, with an id below its `before` key, highest id
+//!   first, cut to the query's clamped `limit`; its `next` is the last row's id when more
+//!   rows were left out. A targets page is the same over one job's targets (if the scope
+//!   covers the job), by index above `after`, lowest first. Each row carries the job's
+//!   caller and key.
 //! - **Wake-ups.** [`Reference::next_wakeup`] is the earliest lease end of a current claim or
 //!   the earliest retry time still to come of a job that waits only for it. A retry time that
 //!   has already come is not a wake-up of its own here, since such a job is simply ready;
@@ -56,6 +62,9 @@ use std::time::Duration;
 use super::Rules;
 use crate::hooks::TargetOutcome;
 use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
+use crate::page::{
+    IndexedTarget, JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery,
+};
 use crate::store::{ClaimEnd, Evicted, NewJob, Timestamp};
 use crate::summary::{JobSummary, Progress};
 
@@ -229,6 +238,11 @@ impl Entry {
             self.created.to_system_time(),
             self.updated.to_system_time(),
         )
+    }
+
+    /// Its row of a page: its summary, caller and key.
+    fn listing(&self) -> JobListing {
+        JobListing::new(self.summary(), self.caller.clone(), self.key.clone())
     }
 
     /// Ready at `now`: live, a pending target, no claim out, no retry time still to come.
@@ -671,6 +685,57 @@ impl Reference {
             .filter(|j| j.caller == *caller)
             .map(Entry::summary)
             .collect()
+    }
+
+    /// As [`CallerStore::jobs_page`](crate::store::CallerStore::jobs_page): every job the
+    /// scope covers in the status asked for below the key, highest id first, then cut.
+    pub(crate) fn jobs_page(&self, scope: &Scope, query: &JobsQuery) -> JobsPage {
+        let mut rows: Vec<JobListing> = self
+            .jobs
+            .iter()
+            .rev()
+            .filter(|j| scope.covers(&j.caller))
+            .filter(|j| query.status.is_none_or(|status| j.status == status))
+            .filter(|j| query.before.is_none_or(|before| j.id < before))
+            .map(Entry::listing)
+            .collect();
+        let len = query.page_len();
+        let next = (rows.len() > len).then(|| rows[len - 1].summary.id);
+        rows.truncate(len);
+        JobsPage::new(rows, next)
+    }
+
+    /// As [`CallerStore::job`](crate::store::CallerStore::job).
+    pub(crate) fn job(&self, scope: &Scope, id: JobId) -> Option<JobListing> {
+        let job = &self.jobs[self.find(id)?];
+        scope.covers(&job.caller).then(|| job.listing())
+    }
+
+    /// As [`CallerStore::targets_page`](crate::store::CallerStore::targets_page): every
+    /// target of the job in the state asked for after the key, lowest index first, then cut.
+    pub(crate) fn targets_page(
+        &self,
+        scope: &Scope,
+        id: JobId,
+        query: &TargetsQuery,
+    ) -> Option<TargetsPage> {
+        let listing = self.job(scope, id)?;
+        let job = &self.jobs[self.find(id)?];
+        let mut rows: Vec<IndexedTarget> = job
+            .targets
+            .iter()
+            .zip(&job.results)
+            .enumerate()
+            .filter(|(index, _)| query.after.is_none_or(|after| *index > after))
+            .filter(|(_, (_, state))| query.state.is_none_or(|kind| state.kind() == kind))
+            .map(|(index, (target, state))| {
+                IndexedTarget::new(index, TargetEntry::new(target.clone(), state.clone()))
+            })
+            .collect();
+        let len = query.page_len();
+        let next = (rows.len() > len).then(|| rows[len - 1].index);
+        rows.truncate(len);
+        Some(TargetsPage::new(listing, rows, next))
     }
 
     /// As [`CallerStore::touch`](crate::store::CallerStore::touch).

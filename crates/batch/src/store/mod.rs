@@ -16,8 +16,10 @@
 //!
 //! Beside the claims, a store answers what a service shows its callers without reading
 //! targets: [`CallerStore::summary`] and [`CallerStore::jobs`] ([`JobSummary`]: status and counts, O(1) per
-//! job), idempotent submits ([`NewJob::key`]), and, for a shared store, [`CallerStore::events`]
-//! ([`StoreEvent`]).
+//! job), pages of jobs and of one job's targets ([`CallerStore::jobs_page`],
+//! [`CallerStore::job`], [`CallerStore::targets_page`]: keyset pages whose cost is the
+//! page's, see "Pages" on [`Store`]), idempotent submits ([`NewJob::key`]), and, for a shared
+//! store, [`CallerStore::events`] ([`StoreEvent`]).
 //!
 //! The contract is split by who calls it: [`WorkerStore`] for the workers (generic, no box
 //! per call) and [`CallerStore`] for the runner's callers (object safe: the runner keeps it
@@ -55,9 +57,7 @@ pub use sqlite::{SqliteError, SqliteOptions, SqliteStore, Synchronous};
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetState};
-use crate::page::{
-    IndexedTarget, JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery,
-};
+use crate::page::{JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery};
 use crate::summary::{JobSummary, Progress};
 pub use crate::time::Timestamp;
 
@@ -390,7 +390,35 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// # Caller isolation
 ///
 /// `status`, `summary`, `jobs`, `touch` and `cancel` answer for another caller's job exactly
-/// as for a job that does not exist.
+/// as for a job that does not exist; so do `job` and `targets_page` in that caller's
+/// [`Scope::Caller`], and `jobs_page` there lists none of them. Only [`Scope::Everyone`] (an
+/// operator's view) reads every caller's jobs.
+///
+/// # Pages
+///
+/// [`jobs_page`](CallerStore::jobs_page), [`job`](CallerStore::job) and
+/// [`targets_page`](CallerStore::targets_page) keep the rules of [`crate::page`]:
+///
+/// - **Keyset.** A jobs page holds the jobs the scope covers with an id below
+///   [`JobsQuery::before`] (every id without one), in [`JobsQuery::status`] if it names one,
+///   highest id first; a targets page the job's targets with an index above
+///   [`TargetsQuery::after`], in [`TargetsQuery::state`] if it names one, lowest index first.
+///   A key is any id or index, not only one a page handed out: a key no row has still
+///   bounds the page.
+/// - **Bounded.** A page holds the first [`JobsQuery::page_len`] (or
+///   [`TargetsQuery::page_len`]) of those rows: the query's `limit` clamped to
+///   `1..=`[`MAX_PAGE`](crate::page::MAX_PAGE). Its `next` is the key of its last row if at
+///   least one more row follows it, and `None` otherwise (read one row past the page).
+/// - **Whose.** Each [`JobListing`] carries the job's summary, its caller and the
+///   idempotency key it was submitted with.
+/// - **One snapshot.** A page, its `next` and (for a targets page) its job come from one
+///   read of the store, never from halves of a change.
+/// - **Cost.** A page costs what its rows cost, however many jobs the store holds or targets
+///   the job has: walk an index from the key (jobs by caller and id, by caller, status and
+///   id, by id, by status and id; targets by job and index, failed ones by job and index),
+///   never skip rows by count. Targets are stored in index order, so a job's pending
+///   targets are those from its first pending one on. The stores' page indexes are listed
+///   in their files (`pages.rs`, `memory/listing.rs`).
 ///
 /// # Idempotency keys
 ///
@@ -571,96 +599,32 @@ pub trait CallerStore: Send + Sync + 'static {
         None
     }
 
-    /// A page of the jobs `scope` covers, newest first (see [`crate::page`]'s rules).
-    ///
-    /// The default reads [`jobs`](Self::jobs) whole and sees nothing for
-    /// [`Scope::Everyone`]; a store that can page overrides it.
+    /// A page of the jobs `scope` covers, newest first: those below `query`'s key, in its
+    /// status if it names one (see "Pages" on [`Store`] and [`crate::page`]'s rules).
     fn jobs_page<'a>(
         &'a self,
         scope: &'a Scope,
         query: &'a JobsQuery,
-    ) -> BoxFuture<'a, Result<JobsPage, StoreError>> {
-        Box::pin(async move {
-            let Scope::Caller(caller) = scope else {
-                return Ok(JobsPage::new(Vec::new(), None));
-            };
-            let mut jobs: Vec<JobSummary> = self
-                .jobs(caller)
-                .await?
-                .into_iter()
-                .filter(|job| query.status.is_none_or(|status| job.status == status))
-                .filter(|job| query.before.is_none_or(|before| job.id < before))
-                .collect();
-            jobs.sort_by_key(|job| std::cmp::Reverse(job.id));
-            let len = query.page_len();
-            let next = (jobs.len() > len).then(|| jobs[len - 1].id);
-            jobs.truncate(len);
-            let jobs = jobs
-                .into_iter()
-                .map(|summary| JobListing::new(summary, caller.clone(), None))
-                .collect();
-            Ok(JobsPage::new(jobs, next))
-        })
-    }
+    ) -> BoxFuture<'a, Result<JobsPage, StoreError>>;
 
-    /// Job `id` without its targets, with whose it is and its key, if `scope` covers it.
-    ///
-    /// The default reads [`summary`](Self::summary) and sees nothing for
-    /// [`Scope::Everyone`]; a store that can page overrides it.
+    /// Job `id` without its targets, with whose it is and its key, if `scope` covers it;
+    /// `None` for an unknown or evicted job and for another caller's in a
+    /// [`Scope::Caller`]. O(1).
     fn job<'a>(
         &'a self,
         scope: &'a Scope,
         id: JobId,
-    ) -> BoxFuture<'a, Result<Option<JobListing>, StoreError>> {
-        Box::pin(async move {
-            let Scope::Caller(caller) = scope else {
-                return Ok(None);
-            };
-            Ok(self
-                .summary(id, caller)
-                .await?
-                .map(|summary| JobListing::new(summary, caller.clone(), None)))
-        })
-    }
+    ) -> BoxFuture<'a, Result<Option<JobListing>, StoreError>>;
 
-    /// A page of job `id`'s targets in submit order, with the job, if `scope` covers it
-    /// (see [`crate::page`]'s rules).
-    ///
-    /// The default reads [`status`](Self::status) whole and sees nothing for
-    /// [`Scope::Everyone`]; a store that can page overrides it.
+    /// A page of job `id`'s targets in submit order, with the job read in the same snapshot,
+    /// if `scope` covers it (`None` as for [`job`](Self::job)): those after `query`'s key, in
+    /// its state if it names one (see "Pages" on [`Store`] and [`crate::page`]'s rules).
     fn targets_page<'a>(
         &'a self,
         scope: &'a Scope,
         id: JobId,
         query: &'a TargetsQuery,
-    ) -> BoxFuture<'a, Result<Option<TargetsPage>, StoreError>> {
-        Box::pin(async move {
-            let Scope::Caller(caller) = scope else {
-                return Ok(None);
-            };
-            let Some(job) = self.status(id, caller).await? else {
-                return Ok(None);
-            };
-            let summary =
-                JobSummary::new(job.id, job.status, job.counts(), job.created, job.updated);
-            let mut targets: Vec<IndexedTarget> = job
-                .targets
-                .into_iter()
-                .enumerate()
-                .filter(|(index, _)| query.after.is_none_or(|after| *index > after))
-                .filter(|(_, entry)| query.state.is_none_or(|kind| kind == entry.state.kind()))
-                .map(|(index, entry)| IndexedTarget::new(index, entry))
-                .collect();
-            let len = query.page_len();
-            let next = (targets.len() > len).then(|| targets[len - 1].index);
-            targets.truncate(len);
-            Ok(Some(TargetsPage::new(
-                JobListing::new(summary, caller.clone(), None),
-                targets,
-                next,
-            )))
-        })
-    }
+    ) -> BoxFuture<'a, Result<Option<TargetsPage>, StoreError>>;
 }
 
 /// One store, several runners one after another: `Arc<S>` is the store `S`.

@@ -6,7 +6,8 @@
 //! (an unknown status or target state) is an `Err` naming it, which each store reports as its
 //! own `InvalidRow`.
 
-use crate::job::{Job, JobId, TargetEntry, TargetState};
+use crate::job::{Caller, Job, JobId, TargetEntry, TargetState};
+use crate::page::JobListing;
 use crate::store::sql::{counts, from_micros, status};
 use crate::summary::JobSummary;
 
@@ -15,6 +16,11 @@ pub(crate) const TARGET_COLUMNS: &str = "target, state, output, error, hint";
 
 /// The `jobs` columns a [`SummaryRow`] is read from, in its fields' order.
 pub(crate) const SUMMARY_COLUMNS: &str = "id, status, created, updated, total, done, failed";
+
+/// The `jobs` columns a [`ListingRow`] is read from: [`SUMMARY_COLUMNS`], then whose the job
+/// is and its idempotency key.
+pub(crate) const LISTING_COLUMNS: &str =
+    "id, status, created, updated, total, done, failed, caller, key";
 
 /// One row of `targets`: [`TARGET_COLUMNS`].
 pub(crate) struct TargetRow {
@@ -77,6 +83,24 @@ impl SummaryRow {
             counts(self.total, self.done, self.failed),
             from_micros(self.created).to_system_time(),
             from_micros(self.updated).to_system_time(),
+        ))
+    }
+}
+
+/// One row of `jobs` as a page's row: [`LISTING_COLUMNS`].
+pub(crate) struct ListingRow {
+    pub(crate) summary: SummaryRow,
+    pub(crate) caller: String,
+    pub(crate) key: Option<String>,
+}
+
+impl ListingRow {
+    /// The job's row of a page.
+    pub(crate) fn listing(self) -> Result<JobListing, String> {
+        Ok(JobListing::new(
+            self.summary.summary()?,
+            Caller::new(self.caller),
+            self.key,
         ))
     }
 }

@@ -17,7 +17,7 @@
 //! | evictable | not live, no claim out; least recently touched first (`touch_seq`) |
 //! | settled | all done → `done`, all failed → `failed`, else `partial` |
 
-use crate::job::{Counts, JobStatus};
+use crate::job::{Counts, JobId, JobStatus};
 use crate::time::Timestamp;
 
 /// `WHERE` text of a live job.
@@ -42,6 +42,26 @@ pub(crate) const SETTLED: &str = "CASE WHEN failed + $4 = 0 THEN 'done' \
 /// The rotation's order: the jobs in submit order, which is id order (see `Store`'s docs).
 /// A claim walks it from the cursor, and from the start only when that finds nothing.
 pub(crate) const ROTATION: &str = "ORDER BY id";
+
+/// A jobs page's key as the highest id the page may hold (`id <= ?`): every id below
+/// `before`, every id at all without one. Ids start at 1, so `before` 0 (or 1) holds none.
+pub(crate) fn highest_id(before: Option<JobId>) -> i64 {
+    before.map_or(i64::MAX, |before| {
+        i64::try_from(before.get().saturating_sub(1)).unwrap_or(i64::MAX)
+    })
+}
+
+/// A targets page's key as the index its targets follow (`idx > ?`): -1 without one, so
+/// that index 0 is past it.
+pub(crate) fn after_index(after: Option<usize>) -> i64 {
+    after.map_or(-1, |after| i64::try_from(after).unwrap_or(i64::MAX))
+}
+
+/// A page's row count as its `LIMIT`: one row past the page, to know whether a next page
+/// exists (`page::cut`).
+pub(crate) fn limit_past(len: usize) -> i64 {
+    i64::try_from(len).unwrap_or(i64::MAX).saturating_add(1)
+}
 
 /// A timestamp as its column value: microseconds since the Unix epoch.
 pub(crate) fn to_micros(t: Timestamp) -> i64 {
@@ -70,6 +90,18 @@ pub(crate) fn status(word: &str) -> Result<JobStatus, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn page_keys_bound_the_ids_and_indexes_asked_for() {
+        assert_eq!(highest_id(None), i64::MAX);
+        assert_eq!(highest_id(Some(JobId::new(7))), 6);
+        assert_eq!(highest_id(Some(JobId::new(0))), 0);
+        assert_eq!(highest_id(Some(JobId::new(u64::MAX))), i64::MAX);
+        assert_eq!(after_index(None), -1);
+        assert_eq!(after_index(Some(3)), 3);
+        assert_eq!(after_index(Some(usize::MAX)), i64::MAX);
+        assert_eq!(limit_past(50), 51);
+    }
 
     #[test]
     fn counts_never_go_negative() {

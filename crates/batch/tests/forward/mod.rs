@@ -170,6 +170,46 @@ macro_rules! forward {
                 lockgate_batch::store::CallerStore::cancel(&self.$field, id, caller, now)))
         }
     };
+    (@method [$($around:ident)?] $field:ident jobs_page) => {
+        fn jobs_page<'a>(
+            &'a self,
+            scope: &'a lockgate_batch::page::Scope,
+            query: &'a lockgate_batch::page::JobsQuery,
+        ) -> lockgate_batch::store::BoxFuture<
+            'a,
+            Result<lockgate_batch::page::JobsPage, lockgate_batch::StoreError>,
+        > {
+            Box::pin(forward!(@call [$($around)?] self
+                lockgate_batch::store::CallerStore::jobs_page(&self.$field, scope, query)))
+        }
+    };
+    (@method [$($around:ident)?] $field:ident job) => {
+        fn job<'a>(
+            &'a self,
+            scope: &'a lockgate_batch::page::Scope,
+            id: lockgate_batch::JobId,
+        ) -> lockgate_batch::store::BoxFuture<
+            'a,
+            Result<Option<lockgate_batch::page::JobListing>, lockgate_batch::StoreError>,
+        > {
+            Box::pin(forward!(@call [$($around)?] self
+                lockgate_batch::store::CallerStore::job(&self.$field, scope, id)))
+        }
+    };
+    (@method [$($around:ident)?] $field:ident targets_page) => {
+        fn targets_page<'a>(
+            &'a self,
+            scope: &'a lockgate_batch::page::Scope,
+            id: lockgate_batch::JobId,
+            query: &'a lockgate_batch::page::TargetsQuery,
+        ) -> lockgate_batch::store::BoxFuture<
+            'a,
+            Result<Option<lockgate_batch::page::TargetsPage>, lockgate_batch::StoreError>,
+        > {
+            Box::pin(forward!(@call [$($around)?] self
+                lockgate_batch::store::CallerStore::targets_page(&self.$field, scope, id, query)))
+        }
+    };
     (@method [$($around:ident)?] $field:ident events) => {
         fn events(
             &self,

@@ -77,4 +77,5 @@ impl<S: Store> WorkerStore for Frozen<S> {
 impl<S: Store> CallerStore for Frozen<S> {
     forward!(store: events);
     forward!(store via around: submit status summary jobs touch cancel);
+    forward!(store via around: jobs_page job targets_page);
 }

@@ -98,6 +98,7 @@ impl WorkerStore for ClaimsAhead {
 
 impl CallerStore for ClaimsAhead {
     forward!(inner: submit status summary jobs touch cancel events);
+    forward!(inner: jobs_page job targets_page);
 }
 
 /// Every `(job, index)` fetched, in order.

@@ -63,6 +63,7 @@ impl WorkerStore for SlowStore {
 
 impl CallerStore for SlowStore {
     forward!(inner: submit status summary jobs touch cancel events);
+    forward!(inner: jobs_page job targets_page);
 }
 
 /// A runner of one worker over `store`, fetching in 1 ms and logging `(job, index)` fetched.

@@ -93,6 +93,7 @@ impl WorkerStore for FailsTwice {
 
 impl CallerStore for FailsTwice {
     forward!(inner: submit status summary jobs touch cancel events);
+    forward!(inner: jobs_page job targets_page);
 }
 
 /// The user's own hooks, kept by `with_inner`: sums the bytes the runner reports.

@@ -71,6 +71,7 @@ impl WorkerStore for Flaky {
 
 impl CallerStore for Flaky {
     forward!(inner: submit status summary jobs touch cancel events);
+    forward!(inner: jobs_page job targets_page);
 }
 
 #[derive(Default)]

@@ -120,6 +120,7 @@ impl WorkerStore for Logged {
 
 impl CallerStore for Logged {
     forward!(store: status summary jobs touch cancel events);
+    forward!(store: jobs_page job targets_page);
 
     fn submit(&self, job: NewJob) -> BoxFuture<'_, Result<Submitted, SubmitError>> {
         Box::pin(async move {
@@ -707,6 +708,7 @@ impl WorkerStore for ApiOnly {
 
 impl CallerStore for ApiOnly {
     forward!(store: submit status summary jobs touch cancel events);
+    forward!(store: jobs_page job targets_page);
 }
 
 /// A job that one replica runs is awaited and watched through another, which never claims:

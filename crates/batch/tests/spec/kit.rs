@@ -15,7 +15,7 @@ fn a_broken_promise_fails_with_a_minimal_sequence_and_both_answers() {
         .rules(Rules::shared())
         .cases(64)
         // Shrinking is a search: a fixed seed makes the sequence it finds the same each run.
-        .seed(7)
+        .seed(2)
         .run()
         .expect_err("the memory store frees claims on recover, which shared rules forbid");
     println!("{failure}");

@@ -15,6 +15,7 @@
 pub mod api;
 pub mod harness;
 pub mod model;
+pub mod pages;
 pub mod watching;
 
 use std::sync::Arc;
@@ -29,6 +30,10 @@ use lockgate_batch::store::Store;
 use lockgate_batch::{
     Caller, Config, ConfigError, InvalidJob, Job, JobId, JobStatus, NewError, Runner, StatusError,
     SubmitError, TargetOutcome, TargetState,
+};
+pub use pages::{
+    a_million_rows_asked_for_are_one_full_page, a_page_key_is_a_place_not_a_count,
+    pages_keep_to_their_scope, paging_sees_every_job_and_target_once_in_order,
 };
 pub use watching::{
     a_key_submits_once, cancel_ends_wait_and_watch, close_ends_a_wait_on_a_live_job,
@@ -76,6 +81,10 @@ macro_rules! runner_suite {
             wait_and_watch_after_close_answer_at_once,
             counts_and_jobs_without_reading_targets,
             a_key_submits_once,
+            paging_sees_every_job_and_target_once_in_order,
+            a_page_key_is_a_place_not_a_count,
+            pages_keep_to_their_scope,
+            a_million_rows_asked_for_are_one_full_page,
         );
     };
     (@tests $guard:expr, $make:expr; $($name:ident),* $(,)?) => {

@@ -1,8 +1,10 @@
 //! [`MemoryStore`]: every job in this process's memory, behind one lock.
 //!
 //! The state machine (jobs, rotation, eviction order, per-job counts, the caller and key
-//! indexes) and its invariants are in `state.rs`; this file is the facade.
+//! indexes) and its invariants are in `state.rs`, the page indexes in `listing.rs`; this
+//! file is the facade.
 
+mod listing;
 mod state;
 
 use std::future::{Future, ready};
@@ -10,6 +12,7 @@ use std::time::Duration;
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId};
+use crate::page::{JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery};
 use crate::store::{
     BoxFuture, CallerStore, CancelOutcome, Claim, ClaimEnd, Evicted, Finished, NewJob, Submitted,
     WorkerStore,
@@ -179,5 +182,30 @@ impl CallerStore for MemoryStore {
         now: Timestamp,
     ) -> BoxFuture<'a, Result<CancelOutcome, StoreError>> {
         Box::pin(ready(Ok(self.with(|s| s.cancel(id, caller, now)))))
+    }
+
+    fn jobs_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        query: &'a JobsQuery,
+    ) -> BoxFuture<'a, Result<JobsPage, StoreError>> {
+        Box::pin(ready(Ok(self.with(|s| s.jobs_page(scope, query)))))
+    }
+
+    fn job<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+    ) -> BoxFuture<'a, Result<Option<JobListing>, StoreError>> {
+        Box::pin(ready(Ok(self.with(|s| s.job(scope, id)))))
+    }
+
+    fn targets_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+        query: &'a TargetsQuery,
+    ) -> BoxFuture<'a, Result<Option<TargetsPage>, StoreError>> {
+        Box::pin(ready(Ok(self.with(|s| s.targets_page(scope, id, query)))))
     }
 }

@@ -40,6 +40,9 @@
 //!     is kept), so `jobs(c)` lists them in submit order without a scan of every job.
 //! 11. `keys[(c, k)] == id` iff stored job `id` is caller `c`'s with idempotency key `k`: at
 //!     most one stored job per caller and key, found in O(1) by `submit`.
+//! 12. `listing` lists every stored job under its status and its caller and status, and each
+//!     job keeps its stored targets' indexes by state (`listing.rs`): pages of jobs and of
+//!     targets read O(log n + page), never a scan.
 //!
 //! # Locking
 //!
@@ -52,9 +55,14 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::listing::{self, Listing};
 use crate::error::{InvalidJob, SubmitError};
 use crate::hooks::TargetOutcome;
 use crate::job::{Caller, Counts, Job, JobId, JobStatus, TargetEntry, TargetState};
+use crate::page::{
+    IndexedTarget, JobListing, JobsPage, JobsQuery, Scope, TargetKind, TargetsPage, TargetsQuery,
+    cut,
+};
 use crate::store::{CancelOutcome, Claim, ClaimEnd, Completion, Ended, Evicted, NewJob, Submitted};
 use crate::summary::{JobSummary, Progress};
 use crate::time::Timestamp;
@@ -112,6 +120,9 @@ struct Entry {
     /// Invariant 9.
     done: usize,
     failed: usize,
+    /// The indexes of the `Done` and `Failed` results, ascending (invariant 12).
+    done_at: Vec<usize>,
+    failed_at: Vec<usize>,
     /// The idempotency key (invariant 11).
     key: Option<String>,
 }
@@ -134,6 +145,10 @@ impl Entry {
             self.created.to_system_time(),
             self.updated.to_system_time(),
         )
+    }
+
+    fn listing(&self, id: u64) -> JobListing {
+        JobListing::new(self.summary(id), self.caller.clone(), self.key.clone())
     }
 
     fn ended(&self, id: u64, now: Timestamp, live_jobs: usize) -> Ended {
@@ -166,6 +181,8 @@ pub(crate) struct State {
     by_caller: HashMap<Caller, BTreeSet<u64>>,
     /// Invariant 11.
     keys: HashMap<(Caller, String), u64>,
+    /// Invariant 12.
+    listing: Listing,
     bytes: u64,
     next_id: u64,
     next_token: u64,
@@ -227,6 +244,7 @@ impl State {
         if let Some(key) = &job.key {
             self.keys.insert((job.caller.clone(), key.clone()), id);
         }
+        self.listing.insert(&job.caller, JobStatus::Queued, id);
         self.jobs.insert(
             id,
             Entry {
@@ -246,6 +264,8 @@ impl State {
                 bytes,
                 done: 0,
                 failed: 0,
+                done_at: Vec::new(),
+                failed_at: Vec::new(),
                 key: job.key,
             },
         );
@@ -308,6 +328,8 @@ impl State {
         if started {
             entry.status = JobStatus::Running;
             entry.updated = now;
+            self.listing
+                .moved(&entry.caller, JobStatus::Queued, JobStatus::Running, id);
         }
         let claim = Claim {
             job: JobId::new(id),
@@ -388,10 +410,12 @@ impl State {
         let outcome = match result {
             TargetState::Done { .. } => {
                 entry.done += 1;
+                entry.done_at.push(entry.next);
                 TargetOutcome::Done
             }
             _ => {
                 entry.failed += 1;
+                entry.failed_at.push(entry.next);
                 TargetOutcome::Failed
             }
         };
@@ -403,8 +427,10 @@ impl State {
         entry.updated = now;
         let mut ended = None;
         if entry.status.is_live() && entry.next == entry.targets.len() {
+            let was = entry.status;
             entry.status = JobStatus::settled(entry.done, entry.failed);
             let caller = entry.caller.clone();
+            self.listing.moved(&caller, was, entry.status, id);
             self.live -= 1;
             self.callers.remove(&caller);
             ended = Some(self.jobs[&id].ended(id, now, self.live));
@@ -504,6 +530,82 @@ impl State {
         })
     }
 
+    /// Job `id` if `scope` covers it.
+    fn entry_in(&self, scope: &Scope, id: JobId) -> Option<&Entry> {
+        self.jobs.get(&id.get()).filter(|e| scope.covers(&e.caller))
+    }
+
+    /// A page of the jobs `scope` covers, newest first, through the index that holds exactly
+    /// the jobs of the scope and status asked for (invariants 10 and 12).
+    pub(crate) fn jobs_page(&self, scope: &Scope, query: &JobsQuery) -> JobsPage {
+        let ids = match (scope, query.status) {
+            (Scope::Caller(caller), None) => self.by_caller.get(caller),
+            (Scope::Caller(caller), Some(status)) => self.listing.of_caller_in(caller, status),
+            (Scope::Everyone, None) => Some(self.listing.all()),
+            (Scope::Everyone, Some(status)) => self.listing.in_status(status),
+        };
+        let Some(ids) = ids else {
+            return JobsPage::new(Vec::new(), None);
+        };
+        let below = query.before.map_or(u64::MAX, |before| before.get());
+        let len = query.page_len();
+        let rows: Vec<JobListing> = ids
+            .range(..below)
+            .rev()
+            .take(len + 1)
+            .map(|&id| self.jobs[&id].listing(id))
+            .collect();
+        let (jobs, next) = cut(rows, len, |job| job.summary.id);
+        JobsPage::new(jobs, next)
+    }
+
+    /// Job `id` if `scope` covers it.
+    pub(crate) fn job(&self, scope: &Scope, id: JobId) -> Option<JobListing> {
+        Some(self.entry_in(scope, id)?.listing(id.get()))
+    }
+
+    /// A page of job `id`'s targets if `scope` covers it, through the job's indexes by state
+    /// (invariant 12): pending targets are those from `next` on.
+    pub(crate) fn targets_page(
+        &self,
+        scope: &Scope,
+        id: JobId,
+        query: &TargetsQuery,
+    ) -> Option<TargetsPage> {
+        let entry = self.entry_in(scope, id)?;
+        let len = query.page_len();
+        let from = query.after.map_or(0, |after| after.saturating_add(1));
+        let total = entry.targets.len();
+        let indexes: Vec<usize> = match query.state {
+            None => (from.min(total)..total).take(len + 1).collect(),
+            Some(TargetKind::Pending) => (from.max(entry.next).min(total)..total)
+                .take(len + 1)
+                .collect(),
+            Some(TargetKind::Done) => listing::from_after(&entry.done_at, query.after)
+                .iter()
+                .take(len + 1)
+                .copied()
+                .collect(),
+            Some(TargetKind::Failed) => listing::from_after(&entry.failed_at, query.after)
+                .iter()
+                .take(len + 1)
+                .copied()
+                .collect(),
+        };
+        let (indexes, next) = cut(indexes, len, |&index| index);
+        let targets = indexes
+            .into_iter()
+            .map(|index| {
+                let entry = TargetEntry::new(
+                    entry.targets[index].to_string(),
+                    entry.results[index].clone(),
+                );
+                IndexedTarget::new(index, entry)
+            })
+            .collect();
+        Some(TargetsPage::new(entry.listing(id.get()), targets, next))
+    }
+
     pub(crate) fn touch(&mut self, id: JobId, caller: &Caller) -> bool {
         if self.entry_of(id, caller).is_none() {
             return false;
@@ -528,6 +630,8 @@ impl State {
         let raw = id.get();
         let touch = self.bump_touch();
         let entry = self.jobs.get_mut(&raw).expect("found above");
+        self.listing
+            .moved(&entry.caller, entry.status, JobStatus::Cancelled, raw);
         entry.status = JobStatus::Cancelled;
         entry.updated = now;
         let (caller, retry_at, idle) = (
@@ -562,6 +666,7 @@ impl State {
                     self.by_caller.remove(&entry.caller);
                 }
             }
+            self.listing.remove(&entry.caller, entry.status, id);
             if let Some(key) = entry.key {
                 self.keys.remove(&(entry.caller, key));
             }
@@ -625,6 +730,19 @@ impl State {
                     .is_some_and(|ids| ids.contains(&id)),
                 "inv 10"
             );
+            assert!(self.listing.lists(&e.caller, e.status, id), "inv 12");
+            assert_eq!(
+                (e.done_at.len(), e.failed_at.len()),
+                (e.done, e.failed),
+                "inv 12: {e:?}"
+            );
+            assert!(
+                e.done_at
+                    .last()
+                    .max(e.failed_at.last())
+                    .is_none_or(|&i| i < e.next),
+                "inv 12: a stored index at or past next"
+            );
             if let Some(key) = &e.key {
                 assert_eq!(
                     self.keys.get(&(e.caller.clone(), key.clone())),
@@ -661,6 +779,13 @@ impl State {
                     .filter(|r| matches!(r, TargetState::Done { .. }))
                     .count();
                 assert_eq!((done, e.next - done), (e.done, e.failed), "inv 9");
+                let at = |kind| {
+                    (0..e.next)
+                        .filter(|&i| e.results[i].kind() == kind)
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(at(TargetKind::Done), e.done_at, "inv 12");
+                assert_eq!(at(TargetKind::Failed), e.failed_at, "inv 12");
                 let bytes: u64 = e.targets.iter().map(|t| t.len() as u64).sum::<u64>()
                     + e.results.iter().map(TargetState::stored_bytes).sum::<u64>();
                 assert_eq!(bytes, e.bytes, "inv 7");
@@ -683,6 +808,12 @@ impl State {
             assert!(self.by_caller.values().all(|ids| !ids.is_empty()), "inv 10");
             let keyed = self.jobs.values().filter(|e| e.key.is_some()).count();
             assert_eq!(self.keys.len(), keyed, "inv 11");
+            let n = self.jobs.len();
+            assert_eq!(
+                self.listing.sizes(),
+                (n, n, n),
+                "inv 12: every id is a stored job's"
+            );
         }
     }
 }

@@ -6,7 +6,7 @@
 //! (the notes of claims and stores, sent after their commits), `cursor.rs` (this store's place in
 //! the rotation, where its claims' walks start), `tls.rs` (rustls, feature
 //! `postgres-tls`), `listen.rs` (the `LISTEN` connection), `schema.rs` (migrations),
-//! `queries.rs` (every call's SQL), `error.rs`.
+//! `queries.rs` (every call's SQL but the pages'), `pages.rs` (the pages' SQL), `error.rs`.
 //!
 //! Invariants:
 //!
@@ -28,6 +28,7 @@ mod error;
 mod listen;
 mod notifier;
 mod options;
+mod pages;
 mod queries;
 mod schema;
 #[cfg(feature = "postgres-tls")]
@@ -45,6 +46,7 @@ pub use options::PostgresOptions;
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId, TargetState};
+use crate::page::{JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery};
 use crate::store::{
     BoxFuture, CallerStore, CancelOutcome, Claim, ClaimEnd, Completion, Evicted, Finished, NewJob,
     StoreEvent, Submitted, WorkerStore,
@@ -575,6 +577,41 @@ impl CallerStore for PostgresStore {
 
     fn events(&self) -> Option<broadcast::Receiver<StoreEvent>> {
         Some(self.wakeups.events())
+    }
+
+    fn jobs_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        query: &'a JobsQuery,
+    ) -> BoxFuture<'a, Result<JobsPage, StoreError>> {
+        Box::pin(async move {
+            let (page, _client) = one_statement!(self, |c| pages::jobs_page(c, scope, query))?;
+            Ok(page)
+        })
+    }
+
+    fn job<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+    ) -> BoxFuture<'a, Result<Option<JobListing>, StoreError>> {
+        Box::pin(async move {
+            let (job, _client) = one_statement!(self, |c| pages::job(c, scope, id))?;
+            Ok(job)
+        })
+    }
+
+    fn targets_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+        query: &'a TargetsQuery,
+    ) -> BoxFuture<'a, Result<Option<TargetsPage>, StoreError>> {
+        Box::pin(async move {
+            let (page, _client) =
+                one_statement!(self, |c| pages::targets_page(c, scope, id, query))?;
+            Ok(page)
+        })
     }
 }
 

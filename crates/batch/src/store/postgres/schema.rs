@@ -133,6 +133,25 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs ADD COLUMN settled BIGINT;
     ALTER TABLE targets ADD COLUMN stored_by BIGINT;
     ",
+    // Version 7: pages (`crate::page`, `pages.rs`) walk an index from their key, whatever the
+    // store holds. A caller's jobs of every status walk version 2's `jobs_caller`, everyone's
+    // the primary key, a job's targets `targets`' primary key (its pending ones from its
+    // `next` on); these are the status filters and the failed targets. Among the columns
+    // that change, the two on `jobs` name only `status`, which `jobs_claimable` names already
+    // (it changes at a job's start and end), so claims and stored targets stay HOT updates
+    // of `jobs`. `targets_failed` names `state`, which a stored target changes, so a store
+    // is no HOT update of `targets` (it rarely was: targets are packed at submit, and a new
+    // row version seldom finds room on its page); only a failed target's new version gets
+    // an entry in it.
+    // Replicas of the previous release read none of these and keep running beside this one;
+    // their writes wait while the indexes build (the migration holds the tables' `SHARE`
+    // lock until it commits), so over a large store migrate at a quiet moment
+    // (`PostgresOptions::migrate`).
+    "
+    CREATE INDEX jobs_caller_status ON jobs (caller, status, id);
+    CREATE INDEX jobs_status ON jobs (status, id);
+    CREATE INDEX targets_failed ON targets (job, idx) WHERE state = 'failed';
+    ",
 ];
 
 /// The schema version this crate writes.

@@ -3,6 +3,7 @@
 mod error;
 mod options;
 mod owner;
+mod pages;
 mod queries;
 mod reader;
 mod schema;
@@ -20,6 +21,7 @@ pub use options::{SqliteOptions, Synchronous};
 
 use crate::error::{StoreError, SubmitError};
 use crate::job::{Caller, Job, JobId};
+use crate::page::{JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery};
 use crate::store::{
     BoxFuture, CallerStore, CancelOutcome, Claim, ClaimEnd, Completion, Evicted, Finished, NewJob,
     Submitted, WorkerStore,
@@ -38,7 +40,9 @@ use thread::ConnectionThread;
 /// were made; calls that arrive while it is busy share the next commit (group commit), each
 /// in a savepoint of its own, and none answers before its commit. The reader's thread answers
 /// [`status`](CallerStore::status), [`summary`](CallerStore::summary),
-/// [`jobs`](CallerStore::jobs) and [`live_jobs`](Self::live_jobs) from a snapshot that holds
+/// [`jobs`](CallerStore::jobs), the pages ([`jobs_page`](CallerStore::jobs_page),
+/// [`job`](CallerStore::job), [`targets_page`](CallerStore::targets_page)) and
+/// [`live_jobs`](Self::live_jobs) from a snapshot that holds
 /// every write answered before the read was made: a long read (every target of a big job)
 /// never holds a write back. The rotation lives in the database too (a partial
 /// index of the claimable jobs in submit order, and the cursor's row), so a restarted runner
@@ -525,6 +529,34 @@ impl CallerStore for SqliteStore {
     ) -> BoxFuture<'a, Result<CancelOutcome, StoreError>> {
         let caller = caller.clone();
         Box::pin(self.write(move |tx, c| queries::cancel(tx, c, id, &caller, now)))
+    }
+
+    fn jobs_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        query: &'a JobsQuery,
+    ) -> BoxFuture<'a, Result<JobsPage, StoreError>> {
+        let (scope, query) = (scope.clone(), query.clone());
+        Box::pin(self.caller_read(move |tx| pages::jobs_page(tx, &scope, &query)))
+    }
+
+    fn job<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+    ) -> BoxFuture<'a, Result<Option<JobListing>, StoreError>> {
+        let scope = scope.clone();
+        Box::pin(self.caller_read(move |tx| pages::job(tx, &scope, id)))
+    }
+
+    fn targets_page<'a>(
+        &'a self,
+        scope: &'a Scope,
+        id: JobId,
+        query: &'a TargetsQuery,
+    ) -> BoxFuture<'a, Result<Option<TargetsPage>, StoreError>> {
+        let (scope, query) = (scope.clone(), *query);
+        Box::pin(self.caller_read(move |tx| pages::targets_page(tx, &scope, id, &query)))
     }
 }
 

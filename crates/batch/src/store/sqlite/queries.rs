@@ -166,16 +166,24 @@ pub(super) fn submit(
     })
 }
 
+/// The SQL of [`ready`]'s walk: `?1` now, `?2` the id it starts at.
+///
+/// It names its index: given `jobs_status (status, id)` (schema version 5, for the pages),
+/// SQLite would rather look the live jobs up by status and sort them by id, every claim.
+pub(super) fn ready_sql() -> String {
+    format!(
+        "SELECT id, status = 'queued' FROM jobs INDEXED BY jobs_claimable
+         WHERE {LIVE} AND {IDLE} AND {HAS_WORK} AND (retry_at IS NULL OR retry_at <= ?1)
+           AND id >= ?2
+         {ROTATION} LIMIT 1"
+    )
+}
+
 /// The first ready job from the rotation's `cursor` on, wrapping once (`store/sql.rs`), and
 /// whether it is still queued: a walk of `jobs_claimable` from the cursor, and only when that
 /// finds nothing, a second one from the start.
 fn ready(tx: &Connection, now: i64, cursor: i64) -> Result<Option<(i64, bool)>> {
-    let sql = format!(
-        "SELECT id, status = 'queued' FROM jobs
-         WHERE {LIVE} AND {IDLE} AND {HAS_WORK} AND (retry_at IS NULL OR retry_at <= ?1)
-           AND id >= ?2
-         {ROTATION} LIMIT 1"
-    );
+    let sql = ready_sql();
     let mut pick = tx.prepare_cached(&sql)?;
     let mut first_from = |from: i64| {
         pick.query_row(params![now, from], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -196,15 +204,23 @@ pub(super) fn claim(tx: &Connection, c: &mut Counters, now: Timestamp) -> Result
     c.token += 1;
     let token = c.token;
     c.cursor = id + 1;
-    let (caller, index, busy_since): (String, i64, Option<i64>) = tx
-        .prepare_cached(
-            "UPDATE jobs SET in_flight = ?2, retry_at = NULL, status = 'running',
-                 updated = CASE status WHEN 'queued' THEN ?3 ELSE updated END
+    // Only a job's first claim names `status`: SQLite rewrites the entries of every index on
+    // a column an `UPDATE` assigns, same value or not, and the pages' `jobs_status` and
+    // `jobs_caller_status` (schema version 5) hold it.
+    let returned = |row: &rusqlite::Row<'_>| Ok((row.get(0)?, row.get(1)?, row.get(2)?));
+    let (caller, index, busy_since): (String, i64, Option<i64>) = if started {
+        tx.prepare_cached(
+            "UPDATE jobs SET in_flight = ?2, retry_at = NULL, status = 'running', updated = ?3
              WHERE id = ?1 RETURNING caller, next, busy_since",
         )?
-        .query_row(params![id, token, now], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-        })?;
+        .query_row(params![id, token, now], returned)?
+    } else {
+        tx.prepare_cached(
+            "UPDATE jobs SET in_flight = ?2, retry_at = NULL
+             WHERE id = ?1 RETURNING caller, next, busy_since",
+        )?
+        .query_row(params![id, token], returned)?
+    };
     tx.prepare_cached("UPDATE rotation SET cursor = ?1")?
         .execute(params![c.cursor])?;
     let target: String = tx
@@ -393,8 +409,9 @@ pub(super) fn recover(tx: &Connection, c: &mut Counters, now: Timestamp) -> Resu
 }
 
 pub(super) fn next_wakeup(tx: &Connection) -> Result<Option<Timestamp>> {
+    // Over the claimable jobs' index, as `ready_sql`, rather than every live job's status.
     let sql = format!(
-        "SELECT MIN(retry_at) FROM jobs
+        "SELECT MIN(retry_at) FROM jobs INDEXED BY jobs_claimable
          WHERE {LIVE} AND {IDLE} AND {HAS_WORK} AND retry_at IS NOT NULL"
     );
     let at: Option<i64> = tx.prepare_cached(&sql)?.query_row([], |row| row.get(0))?;

@@ -1,6 +1,6 @@
 //! The read connection: a second connection to a file store's database, on a thread of its
-//! own, that answers the callers' reads (`status`, `summary`, `jobs`, `live_jobs`) beside the
-//! writer.
+//! own, that answers the callers' reads (`status`, `summary`, `jobs`, the pages of
+//! `store/sqlite/pages.rs`, `live_jobs`) beside the writer.
 //!
 //! # Why
 //!

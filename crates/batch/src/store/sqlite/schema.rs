@@ -94,6 +94,16 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_claimable ON jobs (id)
         WHERE status IN ('queued', 'running') AND in_flight IS NULL AND next < total;
     ",
+    // Version 5: pages (`crate::page`, `pages.rs`) walk an index from their key, whatever the
+    // store holds. A caller's jobs of every status walk version 2's `jobs_caller`, everyone's
+    // the primary key, a job's targets `targets`' primary key (its pending ones from its
+    // `next` on); these are the status filters and the failed targets. Only a failed
+    // target's store writes an entry in `targets_failed`.
+    "
+    CREATE INDEX jobs_caller_status ON jobs (caller, status, id);
+    CREATE INDEX jobs_status ON jobs (status, id);
+    CREATE INDEX targets_failed ON targets (job, idx) WHERE state = 'failed';
+    ",
 ];
 
 /// The schema version this crate writes.

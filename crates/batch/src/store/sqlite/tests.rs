@@ -348,6 +348,49 @@ fn caller_lookups_use_their_indexes() {
     assert!(!plans[1].contains("TEMP B-TREE"), "no sort: {}", plans[1]);
 }
 
+/// Every page statement walks the index `pages.rs` names for it, from the page's key: no
+/// scan of the table, no sort (rule 2). A page by offset, or a filter the index does not
+/// hold, would show as a `SCAN` or a `TEMP B-TREE` here.
+#[test]
+fn pages_use_their_indexes() {
+    use crate::page::TargetKind;
+    let store = SqliteStore::open_in_memory().unwrap();
+    let plan = |sql: String| {
+        store.with_connection(move |conn| {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let params = rusqlite::params_from_iter(1..=stmt.parameter_count() as i64);
+            stmt.query_map(params, |row| row.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    };
+    let expected = [
+        (pages::jobs_sql(true, false), "jobs_caller "),
+        (pages::jobs_sql(true, true), "jobs_caller_status "),
+        (pages::jobs_sql(false, false), "INTEGER PRIMARY KEY"),
+        (pages::jobs_sql(false, true), "jobs_status "),
+        (pages::targets_sql(None), "PRIMARY KEY"),
+        (pages::targets_sql(Some(TargetKind::Pending)), "PRIMARY KEY"),
+        (pages::targets_sql(Some(TargetKind::Done)), "PRIMARY KEY"),
+        (
+            pages::targets_sql(Some(TargetKind::Failed)),
+            "targets_failed ",
+        ),
+    ];
+    for (sql, index) in expected {
+        let plan = plan(sql.clone());
+        assert!(plan.starts_with("SEARCH"), "{sql}: {plan}");
+        assert!(plan.contains(index), "{sql} walks {index}: {plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "{sql}: no sort: {plan}");
+    }
+    // The pages' status index leaves the claim's walk alone: in id order, no sort.
+    let claim = plan(queries::ready_sql());
+    assert!(claim.contains("jobs_claimable"), "{claim}");
+    assert!(!claim.contains("TEMP B-TREE"), "{claim}");
+}
+
 /// A scratch folder of this test process, emptied first.
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("batch-sqlite-{name}-{}", std::process::id()));

@@ -93,8 +93,6 @@ async fn resubmit_refuses_a_live_job_and_one_without_failures() {
 }
 
 #[tokio::test]
-#[ignore = "needs the stores' native keyset paging for `Scope::Everyone` (the store-contract \
-            fallback sees nothing for it); un-ignore when it lands on main"]
 async fn an_admin_cancels_another_callers_job_as_that_caller() {
     let board = Board::new().await;
     let id = board.submit("ann", &["hold:a", "b"]).await;
@@ -103,5 +101,29 @@ async fn an_admin_cancels_another_callers_job_as_that_caller() {
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
     assert_eq!(board.wait("ann", id).await, JobStatus::Cancelled);
+    board.runner.close().await;
+}
+
+#[tokio::test]
+async fn an_admin_resubmits_another_callers_job_for_that_caller() {
+    let board = Board::new().await;
+    let id = board.submit("ann", &["a", "fail:b"]).await;
+    board.wait("ann", id).await;
+    let reply = board
+        .post("root", &format!("/jobs/api/jobs/{id}/resubmit"))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    let new = reply.json()["id"].as_u64().unwrap();
+    // The new job is ann's: she sees it, and ann's own resubmit answers the same job.
+    let job = board
+        .get(Some("ann"), &format!("/jobs/api/jobs/{new}"))
+        .await
+        .json();
+    assert_eq!(job["caller"], "ann");
+    let again = board
+        .post("ann", &format!("/jobs/api/jobs/{id}/resubmit"))
+        .await;
+    assert_eq!(again.json(), json!({"id": new}));
+    board.wait("ann", JobId::new(new)).await;
     board.runner.close().await;
 }

@@ -217,3 +217,24 @@ async fn a_stream_sends_at_most_one_batch_per_interval_merged_to_the_latest() {
     );
     board.runner.close().await;
 }
+
+#[tokio::test]
+async fn an_admin_streams_another_callers_job_and_others_cannot() {
+    let board = Board::new().await;
+    let id = board.submit("ann", &["a"]).await;
+    board.wait("ann", id).await;
+    let mut stream = board
+        .stream("root", &format!("/jobs/api/jobs/{id}/events"))
+        .await;
+    assert_eq!(stream.status, StatusCode::OK);
+    assert_eq!(stream.next().await.unwrap().name, "end");
+    let mut list = board
+        .stream("root", &format!("/jobs/api/events?ids={id}"))
+        .await;
+    assert_eq!(list.rest().await.len(), 1);
+    let bob = board
+        .stream("bob", &format!("/jobs/api/jobs/{id}/events"))
+        .await;
+    assert_eq!(bob.status, StatusCode::NOT_FOUND);
+    board.runner.close().await;
+}

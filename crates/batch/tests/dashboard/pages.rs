@@ -243,8 +243,6 @@ async fn the_assets_are_served_with_their_types_and_long_caching() {
 }
 
 #[tokio::test]
-#[ignore = "needs the stores' native keyset paging for `Scope::Everyone` (the store-contract \
-            fallback sees nothing for it); un-ignore when it lands on main"]
 async fn an_admin_sees_every_callers_jobs() {
     let board = Board::new().await;
     let ann = board.submit("ann", &["a"]).await;

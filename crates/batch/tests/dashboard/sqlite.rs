@@ -55,12 +55,7 @@ async fn pages_streams_and_resubmit_work_on_sqlite() {
         .get(Some("ann"), &format!("/jobs/api/jobs/{new}"))
         .await
         .json();
-    // The store-contract fallback of `Runner::job` has no key; a store that pages natively
-    // shows it.
-    assert!(
-        job["key"].is_null() || job["key"] == json!(format!("resubmit:{id}")),
-        "{job}"
-    );
+    assert_eq!(job["key"], json!(format!("resubmit:{id}")));
     assert_eq!(
         job["counts"]["pending"].as_u64().unwrap()
             + job["counts"]["failed"].as_u64().unwrap()

@@ -1,0 +1,370 @@
+//! Headless Chromium over WebDriver: finding the two programs, one chromedriver per test
+//! process, one browser session on it, and the checks every page gets.
+//!
+//! - [`find`] looks for `chromedriver` and `chromium` (the gate names them in
+//!   [`CHROMEDRIVER_VAR`] and [`CHROMIUM_VAR`]; otherwise `PATH`, then `/usr/bin`).
+//! - [`Browser::start`] runs chromedriver on a free loopback port in a process group of its
+//!   own, and opens one session: headless, fixed window size (stable screenshots), a fresh
+//!   profile folder, every console message kept (`goog:loggingPrefs`), and alerts left open
+//!   (`unhandledPromptBehavior: ignore`) so a test can see one. Dropping the browser kills the
+//!   whole group (chromedriver and the Chromium it started), also when a test panicked, and
+//!   removes the profile.
+//! - [`Browser::console_errors`] drains the browser log through chromedriver's `se/log`
+//!   endpoint: everything Chromium printed at level `SEVERE` since the last call, which covers
+//!   `console.error`, uncaught exceptions during load or later, failed loads and Content
+//!   Security Policy violations.
+//! - [`Browser::until`] polls a condition in the page with a generous overall limit: the only
+//!   way these tests wait. There is no fixed sleep.
+
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use fantoccini::error::CmdError;
+use fantoccini::wd::WebDriverCompatibleCommand;
+use fantoccini::{Client, ClientBuilder};
+use serde_json::{Value, json};
+
+/// The gate names the chromedriver it found here.
+pub const CHROMEDRIVER_VAR: &str = "BATCH_TEST_CHROMEDRIVER";
+/// And the Chromium.
+pub const CHROMIUM_VAR: &str = "BATCH_TEST_CHROMIUM";
+/// Set to `update` to also write the screenshots to `docs/` (the committed ones).
+pub const SCREENSHOTS_VAR: &str = "BATCH_SCREENSHOTS";
+
+/// How long any one condition may take to hold: generous, for a loaded two-core machine.
+const WAIT_LIMIT: Duration = Duration::from_secs(30);
+/// How often a condition is polled.
+const POLL_EVERY: Duration = Duration::from_millis(25);
+/// The window, so that screenshots come out the same size on every machine.
+pub const WINDOW: (u32, u32) = (1200, 760);
+
+/// The two programs a browser needs.
+#[derive(Debug, Clone)]
+pub struct Programs {
+    pub chromedriver: PathBuf,
+    pub chromium: PathBuf,
+}
+
+/// Finds chromedriver and Chromium; `Err` says what is missing and how to install it.
+pub fn find() -> Result<Programs, String> {
+    let chromedriver = program(CHROMEDRIVER_VAR, &["chromedriver"]);
+    let chromium = program(
+        CHROMIUM_VAR,
+        &["chromium", "chromium-browser", "google-chrome"],
+    );
+    match (chromedriver, chromium) {
+        (Some(chromedriver), Some(chromium)) => Ok(Programs {
+            chromedriver,
+            chromium,
+        }),
+        (driver, browser) => {
+            let missing: Vec<&str> = [
+                driver.is_none().then_some("chromedriver"),
+                browser.is_none().then_some("chromium"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            Err(format!(
+                "{} not found (set {CHROMEDRIVER_VAR}/{CHROMIUM_VAR}, or put them on PATH; \
+                 Debian: apt-get install chromium chromium-driver)",
+                missing.join(" and ")
+            ))
+        }
+    }
+}
+
+/// `var` if set, else the first of `names` on `PATH` or in `/usr/bin`.
+fn program(var: &str, names: &[&str]) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(var).filter(|path| !path.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin")])
+        .collect();
+    names.iter().find_map(|name| {
+        dirs.iter()
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// A chromedriver child process, leader of its own process group.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Driver {
+    fn start(program: &Path, log: &Path) -> Driver {
+        // A free port: the kernel picks one, which is free again once the listener is dropped.
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .and_then(|listener| listener.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let child = Command::new(program)
+            .arg(format!("--port={port}"))
+            .arg(format!("--log-path={}", log.display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own group, so that drop can kill Chromium too, which chromedriver started.
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|err| panic!("could not start {}: {err}", program.display()));
+        let mut driver = Driver { child, port };
+        let deadline = Instant::now() + WAIT_LIMIT;
+        while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
+            if let Ok(Some(status)) = driver.child.try_wait() {
+                panic!(
+                    "chromedriver exited with {status} before listening on port {port}; see {}",
+                    log.display()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen on port {port} within {WAIT_LIMIT:?}"
+            );
+            std::thread::sleep(POLL_EVERY);
+        }
+        driver
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        // The whole group: chromedriver, and the Chromium processes it started.
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// chromedriver's log endpoint (not in the W3C protocol): the entries of the `browser` log
+/// since the previous call.
+#[derive(Debug)]
+struct BrowserLog;
+
+impl WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/se/log",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        (
+            http::Method::POST,
+            Some(json!({"type": "browser"}).to_string()),
+        )
+    }
+}
+
+/// One headless Chromium session; see the module docs.
+pub struct Browser {
+    client: Client,
+    profile: PathBuf,
+    shots: PathBuf,
+    /// Taken (so killed) on drop before the profile is removed.
+    driver: Option<Driver>,
+}
+
+impl Browser {
+    /// Starts chromedriver and a session.
+    pub async fn start(programs: &Programs) -> Browser {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let shots = screenshot_dir();
+        std::fs::create_dir_all(&shots).expect("the screenshot folder");
+        let profile = std::env::temp_dir().join(format!(
+            "lockgate-browser-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&profile);
+        std::fs::create_dir_all(&profile).expect("the profile folder");
+        let driver = {
+            let program = programs.chromedriver.clone();
+            let log = shots.join("chromedriver.log");
+            tokio::task::spawn_blocking(move || Driver::start(&program, &log))
+                .await
+                .expect("chromedriver starts")
+        };
+        let (width, height) = WINDOW;
+        let capabilities = json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": programs.chromium,
+                "args": [
+                    "--headless=new",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--disable-extensions",
+                    "--no-first-run",
+                    "--hide-scrollbars",
+                    "--force-device-scale-factor=1",
+                    format!("--window-size={width},{height}"),
+                    format!("--user-data-dir={}", profile.display()),
+                ],
+            },
+            "goog:loggingPrefs": {"browser": "ALL"},
+            "unhandledPromptBehavior": "ignore",
+        });
+        let Value::Object(capabilities) = capabilities else {
+            unreachable!()
+        };
+        let client = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(capabilities)
+            .connect(&format!("http://127.0.0.1:{}", driver.port))
+            .await
+            .expect("a chromedriver session");
+        Browser {
+            client,
+            profile,
+            shots,
+            driver: Some(driver),
+        }
+    }
+
+    /// Ends the session (Chromium quits); the processes are killed anyway on drop.
+    pub async fn close(self) {
+        let _ = self.client.clone().close().await;
+    }
+
+    /// The WebDriver client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Opens `url` and returns once it has loaded (WebDriver's navigation waits for `load`).
+    pub async fn open(&self, url: &str) {
+        self.client
+            .goto(url)
+            .await
+            .unwrap_or_else(|err| panic!("opening {url}: {err}"));
+    }
+
+    /// Runs `script` in the page (WebDriver scripts are not subject to the page's CSP).
+    pub async fn js(&self, script: &str, args: Vec<Value>) -> Value {
+        self.client
+            .execute(script, args)
+            .await
+            .unwrap_or_else(|err| panic!("script `{script}`: {err}"))
+    }
+
+    /// Waits until `probe` (a script whose value is `null` or `false` while the condition does
+    /// not hold) returns something else, and returns that. Panics after [`WAIT_LIMIT`],
+    /// naming `what` and the page's URL.
+    pub async fn until(&self, what: &str, probe: &str, args: Vec<Value>) -> Value {
+        let deadline = Instant::now() + WAIT_LIMIT;
+        loop {
+            let value = self.js(probe, args.clone()).await;
+            if !matches!(value, Value::Null | Value::Bool(false)) {
+                return value;
+            }
+            if Instant::now() >= deadline {
+                let url = self.client.current_url().await.map(String::from);
+                panic!("waited {WAIT_LIMIT:?} for {what} on {url:?}");
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+        }
+    }
+
+    /// The messages Chromium logged at level `SEVERE` since the previous call.
+    pub async fn console_errors(&self) -> Vec<String> {
+        // A task queued by the page before this call (an event handler, a timer at 0) has run
+        // by the time a script that waits for the next task returns, so what it logs is in.
+        let _ = self
+            .client
+            .execute_async(
+                "const done = arguments[arguments.length - 1]; setTimeout(done, 0);",
+                vec![],
+            )
+            .await;
+        let entries = self
+            .client
+            .issue_cmd(BrowserLog)
+            .await
+            .expect("chromedriver's browser log");
+        entries
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|entry| entry["level"] == "SEVERE")
+            .map(|entry| {
+                let source = entry["source"].as_str().unwrap_or("?");
+                let message = entry["message"].as_str().unwrap_or("?");
+                format!("[{source}] {message}")
+            })
+            .collect()
+    }
+
+    /// Asserts nothing was logged at level `SEVERE` since the previous check.
+    pub async fn assert_no_console_errors(&self, page: &str) {
+        let errors = self.console_errors().await;
+        assert!(
+            errors.is_empty(),
+            "the console has errors on {page}:\n{}",
+            errors.join("\n")
+        );
+    }
+
+    /// Asserts no alert (nor confirm, nor prompt) is open.
+    pub async fn assert_no_alert(&self) {
+        match self.client.get_alert_text().await {
+            Err(CmdError::Standard(err))
+                if err.error == fantoccini::error::ErrorStatus::NoSuchAlert => {}
+            Err(err) => panic!("asking for an alert: {err}"),
+            Ok(text) => panic!("an alert is open: {text:?}"),
+        }
+    }
+
+    /// Saves a screenshot of the window as `<name>.png` in the test's folder under the target
+    /// dir, and as `docs/<docs_name>.png` too with `BATCH_SCREENSHOTS=update`. Returns where
+    /// it went.
+    pub async fn screenshot(&self, name: &str, docs_name: Option<&str>) -> Vec<PathBuf> {
+        let png = self.client.screenshot().await.expect("a screenshot");
+        assert!(png.starts_with(b"\x89PNG"), "a PNG");
+        let mut paths = vec![self.shots.join(format!("{name}.png"))];
+        if let Some(docs_name) = docs_name
+            && std::env::var(SCREENSHOTS_VAR).is_ok_and(|value| value == "update")
+        {
+            paths.push(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../docs")
+                    .join(format!("{docs_name}.png")),
+            );
+        }
+        for path in &paths {
+            std::fs::write(path, &png)
+                .unwrap_or_else(|err| panic!("writing {}: {err}", path.display()));
+        }
+        paths
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        drop(self.driver.take());
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// Where screenshots and chromedriver's log go: under the target dir, never in the tree.
+pub fn screenshot_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser")
+}

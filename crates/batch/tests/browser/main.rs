@@ -1,0 +1,62 @@
+//! The dashboard in a real browser: headless Chromium driven over WebDriver (chromedriver,
+//! through `fantoccini`).
+//!
+//! One test, in steps, on one chromedriver and one browser session (a browser takes a second
+//! or two to start; one per step would be most of the runtime):
+//! 1. [`canary`]: the harness against a static page of its own, proving that the console-error
+//!    and alert checks the other steps expect to find nothing do find something.
+//!
+//! Every page is checked for console errors (`SEVERE` entries of the browser log: uncaught
+//! exceptions, `console.error`, failed loads, Content Security Policy violations). Waits
+//! poll a condition in the page with an overall limit ([`driver::Browser::until`]), never a
+//! fixed sleep.
+//!
+//! Skips: without chromedriver and Chromium the test prints `SKIPPED: browser: <why>` and
+//! passes, except in CI (`CI` set), where `.ci/run` installs them and a skip would hide a
+//! broken setup: there it fails. `cargo xtask gate` finds the two programs itself, says
+//! `SKIPPED: browser: …` in its own output (nextest hides a passing test's), and names them
+//! to the test in `BATCH_TEST_CHROMEDRIVER` and `BATCH_TEST_CHROMIUM`. Under ThreadSanitizer
+//! (`TSAN_OPTIONS` set) the test skips, as every test opening sockets does (tokio issue
+//! #7299).
+//!
+//! Screenshots go to `target/tmp/browser/` (with chromedriver's log); with
+//! `BATCH_SCREENSHOTS=update` the dashboard ones are written to `docs/` too.
+
+mod canary;
+mod driver;
+mod server;
+
+use driver::{Browser, Programs};
+
+/// The programs, or `None` after saying why the test is skipped.
+fn programs_or_skip() -> Option<Programs> {
+    if std::env::var_os("TSAN_OPTIONS").is_some() {
+        println!("SKIPPED: browser: loopback I/O under ThreadSanitizer (tokio issue #7299)");
+        return None;
+    }
+    match driver::find() {
+        Ok(programs) => Some(programs),
+        Err(why) if in_ci() => panic!(
+            "{why}; CI must run the browser test (.ci/run installs chromium and chromium-driver)"
+        ),
+        Err(why) => {
+            println!("SKIPPED: browser: {why}");
+            None
+        }
+    }
+}
+
+/// Whether this is a CI run (CI services set `CI=true`).
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|value| !value.is_empty() && value != "false" && value != "0")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_in_chromium() {
+    let Some(programs) = programs_or_skip() else {
+        return;
+    };
+    let browser = Browser::start(&programs).await;
+    canary::run(&browser).await;
+    browser.close().await;
+}

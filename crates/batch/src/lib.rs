@@ -5,6 +5,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod config;
+#[cfg(feature = "dashboard")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dashboard")))]
+pub mod dashboard;
 mod error;
 mod fetch;
 pub mod hooks;

@@ -1,0 +1,144 @@
+// The lockgate batch board's live updates: one EventSource per page, no polling, no reload.
+// The pages work without this script; it only rewrites, in place, the elements the DOM
+// contract names (status text, progress bars, a target row's state and detail cells).
+"use strict";
+(function () {
+  var base = document.body.getAttribute("data-base") || "";
+
+  function text(root, selector, value) {
+    var el = root.querySelector(selector);
+    if (el) { el.textContent = String(value); }
+  }
+
+  // Status, counts and progress bar of one job, inside `root` (a list row or the summary).
+  function paint(root, data) {
+    var counts = data.counts;
+    text(root, ".status", data.status);
+    text(root, ".counts .done", counts.done);
+    text(root, ".counts .failed", counts.failed);
+    text(root, ".counts .pending", counts.pending);
+    var bar = root.querySelector("progress.bar");
+    if (bar) {
+      var total = counts.pending + counts.done + counts.failed;
+      bar.max = total;
+      bar.value = counts.done + counts.failed;
+      bar.textContent = (counts.done + counts.failed) + "/" + total;
+    }
+    root.setAttribute("data-live", data.status === "queued" || data.status === "running");
+  }
+
+  function listPage(table) {
+    var rows = {};
+    var ids = [];
+    table.querySelectorAll("tr[data-job-id]").forEach(function (row) {
+      rows[row.getAttribute("data-job-id")] = row;
+      if (row.getAttribute("data-live") === "true") { ids.push(row.getAttribute("data-job-id")); }
+    });
+    if (ids.length === 0 || !window.EventSource) { return; }
+    var open = ids.length;
+    var source = new EventSource(base + "api/events?ids=" + ids.join(","));
+    function on(data) {
+      var row = rows[String(data.id)];
+      if (row) { paint(row, data); }
+    }
+    source.addEventListener("progress", function (e) { on(JSON.parse(e.data)); });
+    source.addEventListener("end", function (e) {
+      on(JSON.parse(e.data));
+      open -= 1;
+      if (open <= 0) { source.close(); }
+    });
+  }
+
+  // Re-reads one target row's state and detail from the API (an event names the target and
+  // its state; the output size or error text comes from the store).
+  function refreshRow(id, row, index) {
+    var url = base + "api/jobs/" + id + "/targets?limit=1" + (index > 0 ? "&after=" + (index - 1) : "");
+    fetch(url, { credentials: "same-origin" }).then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (page) {
+        if (!page || !page.targets.length || page.targets[0].index !== index) { return; }
+        var t = page.targets[0];
+        text(row, "td.state", t.state);
+        var detail = row.querySelector("td.detail");
+        if (!detail) { return; }
+        detail.textContent = "";
+        if (t.state === "done") {
+          detail.textContent = t.output_bytes + " bytes";
+        } else if (t.state === "failed") {
+          var err = document.createElement("span");
+          err.className = "error";
+          err.textContent = t.error;
+          detail.appendChild(err);
+          if (t.hint) {
+            var hint = document.createElement("span");
+            hint.className = "hint";
+            hint.textContent = t.hint;
+            detail.appendChild(document.createTextNode(" "));
+            detail.appendChild(hint);
+          }
+        }
+      }).catch(function () {});
+  }
+
+  function refreshRows(id, targets) {
+    targets.querySelectorAll("tr[data-index]").forEach(function (row) {
+      var state = row.querySelector("td.state");
+      if (state && state.textContent === "pending") {
+        refreshRow(id, row, Number(row.getAttribute("data-index")));
+      }
+    });
+  }
+
+  function ended(summary, data) {
+    var cancel = document.querySelector("form.cancel");
+    if (cancel) { cancel.parentNode.removeChild(cancel); }
+    if (data.counts.failed > 0 && data.status !== "queued" && data.status !== "running"
+        && !document.querySelector("form.resubmit")) {
+      var form = document.createElement("form");
+      form.className = "resubmit";
+      form.method = "post";
+      form.setAttribute("action", data.id + "/resubmit");
+      var button = document.createElement("button");
+      button.type = "submit";
+      button.textContent = "Resubmit the failed targets";
+      form.appendChild(button);
+      var actions = summary.querySelector(".actions") || summary;
+      actions.appendChild(form);
+    }
+  }
+
+  function jobPage(summary) {
+    if (summary.getAttribute("data-live") !== "true" || !window.EventSource) { return; }
+    var id = summary.getAttribute("data-job-id");
+    var targets = document.getElementById("targets");
+    var stored = null;
+    var source = new EventSource(base + "api/jobs/" + id + "/events");
+    function on(data) {
+      paint(summary, data);
+      var now = data.counts.done + data.counts.failed;
+      if (data.target && targets) {
+        var row = targets.querySelector('tr[data-index="' + data.target.index + '"]');
+        if (row) {
+          text(row, "td.state", data.target.state);
+          refreshRow(id, row, data.target.index);
+        }
+      }
+      // Events were coalesced (a slow reader gets the latest, not every step): re-read the
+      // rows still shown as pending.
+      if (stored !== null && targets && now > stored + 1) { refreshRows(id, targets); }
+      stored = now;
+    }
+    source.addEventListener("progress", function (e) { on(JSON.parse(e.data)); });
+    source.addEventListener("end", function (e) {
+      var data = JSON.parse(e.data);
+      source.close();
+      on(data);
+      if (targets) { refreshRows(id, targets); }
+      if (data.status !== "queued" && data.status !== "running") { ended(summary, data); }
+    });
+  }
+
+  var jobs = document.getElementById("jobs");
+  if (jobs) { listPage(jobs); }
+  var summary = document.getElementById("summary");
+  if (summary) { jobPage(summary); }
+})();

@@ -40,7 +40,7 @@ const WAIT_LIMIT: Duration = Duration::from_secs(30);
 /// How often a condition is polled.
 const POLL_EVERY: Duration = Duration::from_millis(25);
 /// The window, so that screenshots come out the same size on every machine.
-pub const WINDOW: (u32, u32) = (1200, 760);
+pub const WINDOW: (u32, u32) = (1200, 860);
 
 /// The two programs a browser needs.
 #[derive(Debug, Clone)]
@@ -278,10 +278,97 @@ impl Browser {
             }
             if Instant::now() >= deadline {
                 let url = self.client.current_url().await.map(String::from);
-                panic!("waited {WAIT_LIMIT:?} for {what} on {url:?}");
+                let kept = self.keep_failure().await;
+                panic!("waited {WAIT_LIMIT:?} for {what} on {url:?} (page kept in {kept})");
             }
             tokio::time::sleep(POLL_EVERY).await;
         }
+    }
+
+    /// Saves the page as it is (`failure.html`, `failure.png`) for a failing test's reader;
+    /// returns where.
+    async fn keep_failure(&self) -> String {
+        if let Ok(html) = self.client.source().await {
+            let _ = std::fs::write(self.shots.join("failure.html"), html);
+        }
+        if let Ok(png) = self.client.screenshot().await {
+            let _ = std::fs::write(self.shots.join("failure.png"), png);
+        }
+        self.shots.display().to_string()
+    }
+
+    /// The text of the first element `selector` matches, or `None` when nothing matches.
+    pub async fn text(&self, selector: &str) -> Option<String> {
+        let value = self
+            .js(
+                "const el = document.querySelector(arguments[0]); \
+                 return el === null ? null : el.textContent;",
+                vec![json!(selector)],
+            )
+            .await;
+        value.as_str().map(str::to_owned)
+    }
+
+    /// How many elements `selector` matches.
+    pub async fn count(&self, selector: &str) -> u64 {
+        self.js(
+            "return document.querySelectorAll(arguments[0]).length;",
+            vec![json!(selector)],
+        )
+        .await
+        .as_u64()
+        .expect("a count")
+    }
+
+    /// Waits until the text of `selector` is `expected`.
+    pub async fn until_text(&self, selector: &str, expected: &str) {
+        self.until(
+            &format!("`{selector}` to read {expected:?}"),
+            "const el = document.querySelector(arguments[0]); \
+             return el !== null && el.textContent === arguments[1];",
+            vec![json!(selector), json!(expected)],
+        )
+        .await;
+    }
+
+    /// The `value` and `max` of the `progress` element `selector` matches.
+    pub async fn bar(&self, selector: &str) -> (f64, f64) {
+        let value = self
+            .js(
+                "const el = document.querySelector(arguments[0]); \
+                 return el === null ? null : [el.value, el.max];",
+                vec![json!(selector)],
+            )
+            .await;
+        let pair = value
+            .as_array()
+            .unwrap_or_else(|| panic!("no progress bar `{selector}`"));
+        (pair[0].as_f64().unwrap(), pair[1].as_f64().unwrap())
+    }
+
+    /// Marks the page, so that [`Self::assert_not_reloaded`] can tell it is still the same
+    /// document: a reload or a navigation would drop the mark.
+    pub async fn mark(&self) {
+        self.js("window.__lockgateMark = 'kept';", vec![]).await;
+    }
+
+    /// Asserts the page marked by [`Self::mark`] was not reloaded since.
+    pub async fn assert_not_reloaded(&self, page: &str) {
+        let mark = self
+            .js("return window.__lockgateMark || null;", vec![])
+            .await;
+        assert_eq!(mark, "kept", "{page} was reloaded or left");
+    }
+
+    /// Clicks the first element `selector` matches.
+    pub async fn click(&self, selector: &str) {
+        self.client
+            .find(fantoccini::Locator::Css(selector))
+            .await
+            .unwrap_or_else(|err| panic!("no `{selector}` to click: {err}"))
+            .click()
+            .await
+            .unwrap_or_else(|err| panic!("clicking `{selector}`: {err}"));
     }
 
     /// The messages Chromium logged at level `SEVERE` since the previous call.

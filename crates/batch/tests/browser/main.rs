@@ -5,6 +5,20 @@
 //! or two to start; one per step would be most of the runtime):
 //! 1. [`canary`]: the harness against a static page of its own, proving that the console-error
 //!    and alert checks the other steps expect to find nothing do find something.
+//! 2. [`list`]: the dashboard's list with jobs done, partial, cancelled and running (the two
+//!    screenshots: the list, and the running job's page); then a new job's progress bar goes
+//!    from 0 to 2 of 6 to 6 of 6 and its status to `done`, on a page never reloaded.
+//! 3. [`job`]: a job's targets paged through the `next` links, then filtered to the failed
+//!    ones (and those paged).
+//! 4. [`cancel`]: a click on a running job's cancel button shows `cancelled`; the list and
+//!    another view of the job, open in other tabs, turn `cancelled` live without a reload.
+//! 5. [`xss`]: target texts, an error and a hint that are script show literally, live and as
+//!    rendered, and nothing runs: no alert, no console error, no element made of them.
+//!
+//! The application ([`board`]) is the real dashboard router over a real runner (memory store,
+//! two workers), served on a loopback port; the fetch holds chosen targets on semaphores the
+//! test opens, so every intermediate state a step checks is one the runner cannot leave
+//! before the test lets it.
 //!
 //! Every page is checked for console errors (`SEVERE` entries of the browser log: uncaught
 //! exceptions, `console.error`, failed loads, Content Security Policy violations). Waits
@@ -22,9 +36,14 @@
 //! Screenshots go to `target/tmp/browser/` (with chromedriver's log); with
 //! `BATCH_SCREENSHOTS=update` the dashboard ones are written to `docs/` too.
 
+mod board;
 mod canary;
+mod cancel;
 mod driver;
+mod job;
+mod list;
 mod server;
+mod xss;
 
 use driver::{Browser, Programs};
 
@@ -58,5 +77,11 @@ async fn dashboard_in_chromium() {
     };
     let browser = Browser::start(&programs).await;
     canary::run(&browser).await;
+    let board = board::Board::start().await;
+    let scene = list::run(&browser, &board).await;
+    job::run(&browser, &board, scene.partial).await;
+    cancel::run(&browser, &board).await;
+    xss::run(&browser, &board).await;
     browser.close().await;
+    board.runner.close().await;
 }

@@ -81,7 +81,8 @@ pub fn find() -> Result<Programs, String> {
 /// `var` if set, else the first of `names` on `PATH` or in `/usr/bin`.
 fn program(var: &str, names: &[&str]) -> Option<PathBuf> {
     if let Some(path) = std::env::var_os(var).filter(|path| !path.is_empty()) {
-        return Some(PathBuf::from(path));
+        // Named but absent: missing, whatever PATH holds (the gate names only what it found).
+        return Some(PathBuf::from(path)).filter(|path| path.is_file());
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     let dirs: Vec<PathBuf> = std::env::split_paths(&path)
@@ -268,18 +269,25 @@ impl Browser {
 
     /// Waits until `probe` (a script whose value is `null` or `false` while the condition does
     /// not hold) returns something else, and returns that. Panics after [`WAIT_LIMIT`],
-    /// naming `what` and the page's URL.
+    /// naming `what`, the page's URL and the probe's last error if it had one.
+    ///
+    /// A probe that fails is tried again: right after a click that navigates, the script may
+    /// run while the old document is being unloaded.
     pub async fn until(&self, what: &str, probe: &str, args: Vec<Value>) -> Value {
         let deadline = Instant::now() + WAIT_LIMIT;
         loop {
-            let value = self.js(probe, args.clone()).await;
-            if !matches!(value, Value::Null | Value::Bool(false)) {
-                return value;
-            }
+            let error = match self.client.execute(probe, args.clone()).await {
+                Ok(Value::Null | Value::Bool(false)) => None,
+                Ok(value) => return value,
+                Err(err) => Some(err),
+            };
             if Instant::now() >= deadline {
                 let url = self.client.current_url().await.map(String::from);
                 let kept = self.keep_failure().await;
-                panic!("waited {WAIT_LIMIT:?} for {what} on {url:?} (page kept in {kept})");
+                panic!(
+                    "waited {WAIT_LIMIT:?} for {what} on {url:?} (last error: {error:?}; \
+                     page kept in {kept})"
+                );
             }
             tokio::time::sleep(POLL_EVERY).await;
         }

@@ -42,6 +42,16 @@ pub async fn run(browser: &Browser, board: &Board) {
     gate.add_permits(1);
     board.until_status(id, JobStatus::Partial).await;
     browser.until_text("#summary .status", "partial").await;
+    browser
+        .until(
+            "the bar at 2 of 2, the cancel form gone and a resubmit form in its place",
+            "const bar = document.querySelector('#summary progress.bar'); \
+             return bar.value === 2 && bar.max === 2 \
+                 && document.querySelector('form.cancel') === null \
+                 && document.querySelector('form.resubmit button') !== null;",
+            vec![],
+        )
+        .await;
     browser.until_text(&cell(0, "state"), "done").await;
     browser.until_text(&cell(1, "state"), "failed").await;
     browser.until_text(&cell(1, "detail .error"), PAYLOAD).await;

@@ -1,5 +1,6 @@
 //! The list page: a board with jobs in every state (the screenshots), then a job's progress
-//! bar moving from 0 to done and its status changing to `done`, on a page never reloaded.
+//! bar moving from 0 to done and its status changing to `done`, on a page never reloaded;
+//! then a status filter, and the list a page at a time.
 
 use std::sync::Arc;
 
@@ -159,5 +160,61 @@ pub async fn run(browser: &Browser, board: &Board) -> Scene {
     browser.assert_not_reloaded("the list").await;
     browser.assert_no_console_errors("the list, live").await;
 
+    // A status filter, then the list two jobs at a time, newest first.
+    browser.click("a.filter[data-status=\"partial\"]").await;
+    browser
+        .until(
+            "the partial jobs only",
+            "return new URLSearchParams(location.search).get('status') === 'partial';",
+            vec![],
+        )
+        .await;
+    assert_eq!(ids(browser).await, [running, partial]);
+    browser.assert_no_console_errors("the partial jobs").await;
+    browser.open(&format!("{}?limit=2", board.list_url())).await;
+    assert_eq!(ids(browser).await, [live, running]);
+    for page in [[cancelled, partial].as_slice(), &[done]] {
+        let first = page[0];
+        browser.click("a[rel=\"next\"]").await;
+        browser
+            .until(
+                &format!("the page starting at job {first}"),
+                "const row = document.querySelector('#jobs tr[data-job-id]'); \
+                 return row !== null && row.getAttribute('data-job-id') === String(arguments[0]);",
+                vec![serde_json::json!(first.to_string())],
+            )
+            .await;
+        assert_eq!(ids(browser).await, page);
+    }
+    assert_eq!(
+        browser.count("a[rel=\"next\"]").await,
+        0,
+        "no page after the last"
+    );
+    browser.assert_no_console_errors("the list, paged").await;
+
     Scene { partial }
+}
+
+/// The ids of the list's rows, in order.
+async fn ids(browser: &Browser) -> Vec<JobId> {
+    let value = browser
+        .js(
+            "return Array.from(document.querySelectorAll('#jobs tr[data-job-id]'), \
+             row => row.getAttribute('data-job-id'));",
+            vec![],
+        )
+        .await;
+    value
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|id| {
+            let raw = id
+                .as_str()
+                .and_then(|id| id.parse().ok())
+                .expect("a job id");
+            JobId::new(raw)
+        })
+        .collect()
 }

@@ -1,4 +1,4 @@
-//! The list page: a board with jobs in every state (the screenshots), then a job's progress
+//! The list page: jobs done, partial, cancelled and running (the screenshots), then a job's progress
 //! bar moving from 0 to done and its status changing to `done`, on a page never reloaded;
 //! then a status filter, and the list a page at a time.
 

@@ -26,7 +26,7 @@
 //! |---|---:|---|---:|---:|
 //! | pdfpool (4 benches) | 11 | 1 s + 3 s (the benches' config) | ≈ 45 s | ≈ 10 s |
 //! | worker (throughput) | 84 (12 groups × 7) | 3 s + 5 s (criterion's defaults) | ≈ 11.5 min | ≈ 1.5 min |
-//! | batch (runner, readers, postgres) | 7 + 2 + 5 | 3 s + 5 s; the PostgreSQL ids (0.7–1.2 s an iteration) need 10 iterations, ≈ 12 s | ≈ 2.5 min | ≈ 25 s |
+//! | batch (runner, readers, postgres, streams) | 7 + 2 + 5 + 3 | 3 s + 5 s; the PostgreSQL ids (0.7–1.2 s an iteration) need 10 iterations, ≈ 12 s; the streams ids (0.2–0.6 s an iteration) ≈ 8 s | ≈ 3 min | ≈ 30 s |
 //!
 //! So a full run takes about 14–15 minutes and `--quick` about 2. A cold bench-profile build
 //! of the three crates adds about 9 minutes on that machine, a warm one seconds. criterion's

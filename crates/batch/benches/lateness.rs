@@ -23,6 +23,10 @@ use lockgate_batch::store::{SqliteStore, Synchronous};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobStatus, Runner};
 use tokio::time::MissedTickBehavior;
 
+#[path = "support/busy_loops.rs"]
+mod busy_loops;
+use busy_loops::BusyLoops;
+
 /// Sends each terminal status to the bench.
 struct EndSignal(tokio::sync::mpsc::UnboundedSender<JobStatus>);
 
@@ -151,39 +155,6 @@ async fn run_job<S: Store>(store: S, targets: u64, sleep: bool) {
     runner.close().await;
 }
 
-/// Busy-looping threads, one per CPU, until dropped.
-struct Load {
-    stop: Arc<AtomicBool>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl Load {
-    fn start() -> Self {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let stop = Arc::new(AtomicBool::new(false));
-        let threads = (0..cpus)
-            .map(|_| {
-                let stop = Arc::clone(&stop);
-                std::thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::hint::spin_loop();
-                    }
-                })
-            })
-            .collect();
-        Self { stop, threads }
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
-        }
-    }
-}
-
 fn main() {
     let quick = std::env::var_os("LATENESS_QUICK").is_some();
     let dir = std::env::temp_dir();
@@ -196,7 +167,7 @@ fn main() {
         } else {
             "quiet".to_owned()
         };
-        let _load = loaded.then(Load::start);
+        let _load = loaded.then(|| BusyLoops::start(busy_loops::cores()));
         // As long as the longer cases: a worst case is the worst of a run's length, and the OS
         // alone makes a 1 ms ticker late by milliseconds now and then.
         let baseline = Duration::from_secs(if quick { 5 } else { 20 });

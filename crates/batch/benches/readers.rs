@@ -13,6 +13,10 @@
 //! worker fetches it; each iteration runs a new runner over the same file (`Arc<SqliteStore>`),
 //! with the poller started after the runner and stopped once every job ended. The runtime has
 //! as many threads as the machine has cores.
+//!
+//! The `sqlite_writer_loaded` group runs both subjects again beside one busy-looping thread
+//! per core: on a busy machine the reader's thread competes with the writer's for the CPU,
+//! not only for the database.
 
 use std::path::PathBuf;
 use std::pin::pin;
@@ -21,6 +25,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_main};
+#[path = "support/busy_loops.rs"]
+mod busy_loops;
+use busy_loops::BusyLoops;
 use lockgate_batch::hooks::Hooks;
 use lockgate_batch::store::{CallerStore, CancelOutcome, NewJob, SqliteStore, Timestamp};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobId, Runner};
@@ -125,22 +132,30 @@ fn bench(c: &mut Criterion) {
     let callers: Vec<Caller> = (0..JOBS).map(|i| Caller::new(format!("s{i}"))).collect();
     let targets: Vec<u32> = (0..TARGETS_PER_JOB).collect();
 
-    let mut group = c.benchmark_group("sqlite_writer/1k_targets_10_jobs");
-    group.sample_size(10);
-    group.throughput(Throughput::Elements(
-        JOBS as u64 * u64::from(TARGETS_PER_JOB),
-    ));
-    for (name, poll) in [
-        ("batch_sqlite_alone", false),
-        ("batch_sqlite_beside_a_reader", true),
+    let cores = busy_loops::cores();
+    for (group_name, busy_loops) in [
+        ("sqlite_writer/1k_targets_10_jobs", 0),
+        ("sqlite_writer_loaded/1k_targets_10_jobs", cores),
     ] {
-        let (store, polled) = rt.block_on(open(&dir, name));
-        let polled = poll.then_some(&polled);
-        group.bench_function(name, |b| {
-            b.iter(|| rt.block_on(run(Arc::clone(&store), &callers, &targets, polled)));
-        });
+        let _load = BusyLoops::start(busy_loops);
+        let mut group = c.benchmark_group(group_name);
+        group.sample_size(10);
+        group.throughput(Throughput::Elements(
+            JOBS as u64 * u64::from(TARGETS_PER_JOB),
+        ));
+        for (name, poll) in [
+            ("batch_sqlite_alone", false),
+            ("batch_sqlite_beside_a_reader", true),
+        ] {
+            let file = format!("{name}-{busy_loops}");
+            let (store, polled) = rt.block_on(open(&dir, &file));
+            let polled = poll.then_some(&polled);
+            group.bench_function(name, |b| {
+                b.iter(|| rt.block_on(run(Arc::clone(&store), &callers, &targets, polled)));
+            });
+        }
+        group.finish();
     }
-    group.finish();
     drop(rt);
     let _ = std::fs::remove_dir_all(&dir);
 }

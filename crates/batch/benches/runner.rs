@@ -28,13 +28,17 @@
 
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, Throughput, criterion_main};
 use lockgate_batch::hooks::Hooks;
 use lockgate_batch::store::{MemoryStore, Store};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, Runner};
 use tokio::sync::Notify;
+
+#[path = "support/busy_loops.rs"]
+mod busy_loops;
+use busy_loops::BusyLoops;
 
 const JOBS: usize = 100;
 const TARGETS_PER_JOB: usize = 100;
@@ -127,20 +131,8 @@ fn bench(c: &mut Criterion) {
         ("multi_thread_2_loaded", &multi, true),
     ];
     for (name, rt, loaded) in cases {
-        // The loaded machine: one thread per core spinning until the group ends.
-        let stop = AtomicBool::new(false);
-        let cores = std::thread::available_parallelism().map_or(2, usize::from);
-        std::thread::scope(|scope| {
-            for _ in 0..if loaded { cores } else { 0 } {
-                scope.spawn(|| {
-                    while !stop.load(Ordering::Relaxed) {
-                        std::hint::spin_loop();
-                    }
-                });
-            }
-            group_of(c, name, rt, &callers, &targets);
-            stop.store(true, Ordering::Relaxed);
-        });
+        let _load = BusyLoops::start(if loaded { busy_loops::cores() } else { 0 });
+        group_of(c, name, rt, &callers, &targets);
     }
     #[cfg(feature = "sqlite")]
     sqlite::bench(c, &multi);

@@ -48,6 +48,19 @@ impl Caller {
     }
 }
 
+/// Serialized as its id, a string.
+impl serde::Serialize for Caller {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Caller {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Self::new(String::deserialize(deserializer)?))
+    }
+}
+
 impl fmt::Debug for Caller {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Caller({:?})", &*self.0)
@@ -132,8 +145,9 @@ impl fmt::Display for JobStatus {
 
 /// One target of a [`Job`] snapshot.
 ///
-/// Serialized (serde) as an object tagged by `"state"`: `{"state": "pending"}`,
-/// `{"state": "done", "output_json": "…"}`, `{"state": "failed", "error": "…", "hint": null}`.
+/// Serialized (serde) as an object tagged by `"state"`, the output as the JSON value it is:
+/// `{"state": "pending"}`, `{"state": "done", "output": {…}}`,
+/// `{"state": "failed", "error": "…", "hint": null}`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "state", rename_all = "lowercase")]
 #[non_exhaustive]
@@ -142,7 +156,9 @@ pub enum TargetState {
     Pending,
     /// Fetched; the output as JSON.
     Done {
-        /// The output, serialized with `serde_json`.
+        /// The output, serialized with `serde_json` (by serde, as the value itself, named
+        /// `output`).
+        #[serde(rename = "output", with = "crate::json_text")]
         output_json: String,
     },
     /// Failed for good.
@@ -236,8 +252,19 @@ pub(crate) type ResultColumns<'a> = (
 
 /// A snapshot of one job, from [`Runner::status`](crate::Runner::status).
 ///
-/// Serializable (serde) as it is, so a service can return it without a DTO of its own.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// Serializable (serde) as it is, so a service can return it without a DTO of its own: times
+/// as RFC 3339 text in UTC, the job's [`counts`](Self::counts) beside its status, and each
+/// target and output as the JSON value it is:
+///
+/// ```json
+/// {"id": 7, "status": "partial", "counts": {"pending": 0, "done": 1, "failed": 1},
+///  "created": "2026-12-08T00:10:41.123456Z", "updated": "2026-12-08T00:10:42.000000Z",
+///  "targets": [{"target": "x", "state": "done", "output": 1},
+///              {"target": "y", "state": "failed", "error": "…", "hint": null}]}
+/// ```
+///
+/// Reading it back ignores `counts` (they follow from the targets).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Job {
     /// Its id.
@@ -245,20 +272,27 @@ pub struct Job {
     /// Its status when the snapshot was taken.
     pub status: JobStatus,
     /// When it was submitted.
+    #[serde(with = "crate::rfc3339")]
     pub created: SystemTime,
     /// When its status or a target last changed.
+    #[serde(with = "crate::rfc3339")]
     pub updated: SystemTime,
     /// Every target in submit order.
     pub targets: Vec<TargetEntry>,
 }
 
 /// One target of a [`Job`] snapshot: the target as submitted, and where it is.
+///
+/// Serialized (serde) as one object: the target as the JSON value it is, beside its
+/// [`TargetState`]'s fields: `{"target": "x", "state": "done", "output": 1}`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct TargetEntry {
     /// The target, as JSON.
+    #[serde(rename = "target", with = "crate::json_text")]
     pub target_json: String,
     /// Pending, or its stored result.
+    #[serde(flatten)]
     pub state: TargetState,
 }
 
@@ -317,6 +351,32 @@ impl Job {
             }
         }
         counts
+    }
+}
+
+impl serde::Serialize for Job {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// The job as written: its fields, with its counts beside its status.
+        #[derive(serde::Serialize)]
+        struct Written<'a> {
+            id: JobId,
+            status: JobStatus,
+            counts: Counts,
+            #[serde(with = "crate::rfc3339")]
+            created: SystemTime,
+            #[serde(with = "crate::rfc3339")]
+            updated: SystemTime,
+            targets: &'a [TargetEntry],
+        }
+        Written {
+            id: self.id,
+            status: self.status,
+            counts: self.counts(),
+            created: self.created,
+            updated: self.updated,
+            targets: &self.targets,
+        }
+        .serialize(serializer)
     }
 }
 

@@ -13,7 +13,9 @@ mod fetch;
 pub mod hooks;
 mod inflight;
 mod job;
+mod json_text;
 pub mod page;
+mod rfc3339;
 mod runner;
 mod shared;
 #[cfg(feature = "store-spec")]

@@ -160,10 +160,13 @@ pub enum TargetKind {
 }
 
 /// One row of a jobs page: the job's summary, whose it is, and its idempotency key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialized (serde) as the summary's fields with `caller` and `key` beside them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct JobListing {
     /// Its status, counts and times.
+    #[serde(flatten)]
     pub summary: JobSummary,
     /// Whose job it is.
     pub caller: Caller,
@@ -183,7 +186,9 @@ impl JobListing {
 }
 
 /// A page of jobs, newest first.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialized (serde) as `{"jobs": […], "next": 41}` (`next` is `null` on the last page).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct JobsPage {
     /// The jobs, newest (highest id) first.
@@ -200,12 +205,16 @@ impl JobsPage {
 }
 
 /// One target of a targets page: its index in the job and its entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialized (serde) as the entry's fields with `index` beside them:
+/// `{"index": 3, "target": "x", "state": "done", "output": 1}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct IndexedTarget {
     /// Its index in the job (submit order, from 0).
     pub index: usize,
     /// The target and its state.
+    #[serde(flatten)]
     pub entry: TargetEntry,
 }
 
@@ -217,7 +226,9 @@ impl IndexedTarget {
 }
 
 /// A page of one job's targets, in submit order, with the job it belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialized (serde) as `{"job": {…}, "targets": […], "next": 49}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct TargetsPage {
     /// The job, read in the same snapshot as the targets.
@@ -245,6 +256,65 @@ mod tests {
         assert_eq!(JobsQuery::new().limit(1_000_000).page_len(), MAX_PAGE);
         assert_eq!(TargetsQuery::new().limit(0).page_len(), 1);
         assert_eq!(TargetsQuery::new().limit(7).page_len(), 7);
+    }
+
+    /// The JSON a browser client reads: ids and counts as numbers, times as RFC 3339 text,
+    /// targets and outputs as the JSON values they are, the state's fields beside the target.
+    #[test]
+    fn pages_serialize_as_a_browser_client_wants() {
+        use std::time::{Duration, UNIX_EPOCH};
+
+        use serde_json::json;
+
+        use crate::job::{Counts, TargetState};
+
+        let at = |seconds| UNIX_EPOCH + Duration::from_secs(seconds);
+        let summary = JobSummary::new(
+            JobId::new(7),
+            JobStatus::Partial,
+            Counts::new(0, 1, 1),
+            at(1_796_688_641),
+            at(1_796_688_642),
+        );
+        let listing = JobListing::new(summary, Caller::new("ann"), Some("nightly".into()));
+        let job_json = json!({
+            "id": 7, "status": "partial", "counts": {"pending": 0, "done": 1, "failed": 1},
+            "created": "2026-12-08T00:10:41.000000Z", "updated": "2026-12-08T00:10:42.000000Z",
+            "caller": "ann", "key": "nightly",
+        });
+        let page = JobsPage::new(vec![listing.clone()], Some(JobId::new(7)));
+        assert_eq!(
+            serde_json::to_value(&page).unwrap(),
+            json!({"jobs": [job_json], "next": 7})
+        );
+        let done = TargetEntry::new(
+            r#"{"url":"https://a.example/<x>"}"#.into(),
+            TargetState::Done {
+                output_json: "[1,2]".into(),
+            },
+        );
+        let failed = TargetEntry::new(
+            "\"b\"".into(),
+            TargetState::Failed {
+                error: "<script>".into(),
+                hint: None,
+            },
+        );
+        let targets = vec![IndexedTarget::new(0, done), IndexedTarget::new(1, failed)];
+        let page = TargetsPage::new(listing, targets, None);
+        assert_eq!(
+            serde_json::to_value(&page).unwrap(),
+            json!({
+                "job": job_json,
+                "targets": [
+                    {"index": 0, "target": {"url": "https://a.example/<x>"}, "state": "done",
+                     "output": [1, 2]},
+                    {"index": 1, "target": "b", "state": "failed", "error": "<script>",
+                     "hint": null},
+                ],
+                "next": null,
+            })
+        );
     }
 
     #[test]

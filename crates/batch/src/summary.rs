@@ -38,9 +38,11 @@ pub struct JobSummary {
     pub status: JobStatus,
     /// How many targets are pending, done and failed.
     pub counts: Counts,
-    /// When it was submitted.
+    /// When it was submitted (serialized as RFC 3339 text in UTC).
+    #[serde(with = "crate::rfc3339")]
     pub created: SystemTime,
-    /// When its status or a target last changed.
+    /// When its status or a target last changed (serialized as RFC 3339 text in UTC).
+    #[serde(with = "crate::rfc3339")]
     pub updated: SystemTime,
 }
 
@@ -81,7 +83,8 @@ pub struct Progress {
     /// The job's counts right after the event.
     pub counts: Counts,
     /// The index and outcome of the target the event stored; `None` for a submit, a start,
-    /// a cancel, a busy retry or a release.
+    /// a cancel, a busy retry or a release. Serialized as `{"index": 3, "outcome": "done"}`.
+    #[serde(with = "last_target")]
     pub last: Option<(usize, TargetOutcome)>,
 }
 
@@ -111,6 +114,34 @@ impl Progress {
             (JobStatus::Queued, JobStatus::Running) => true,
             (_, status) => !status.is_live(),
         }
+    }
+}
+
+/// [`Progress::last`] as `{"index": 3, "outcome": "done"}` (or `null`), not as a tuple.
+mod last_target {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::hooks::TargetOutcome;
+
+    #[derive(Serialize, Deserialize)]
+    struct Last {
+        index: usize,
+        outcome: TargetOutcome,
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        last: &Option<(usize, TargetOutcome)>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        last.map(|(index, outcome)| Last { index, outcome })
+            .serialize(serializer)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<(usize, TargetOutcome)>, D::Error> {
+        let last = Option::<Last>::deserialize(deserializer)?;
+        Ok(last.map(|last| (last.index, last.outcome)))
     }
 }
 

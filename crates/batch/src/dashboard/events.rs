@@ -13,10 +13,17 @@
 //! 2. **At most one unsent event per job.** The task waits for room in the channel *and* for
 //!    the next change at once. A change that arrives while the channel is full replaces the
 //!    job's unsent event (the latest progress wins, as in [`JobWatch`] itself), so a slow
-//!    client costs a fixed amount of memory, not a queue.
-//! 3. **A client that stops reading is dropped** once [`MAX_LAG`] changes were coalesced
-//!    without it taking one event; a client that disconnects closes the channel, which ends
-//!    the task at once, even while its jobs are idle.
+//!    client costs a fixed amount of memory, not a queue. A client that stops reading is
+//!    dropped once [`MAX_LAG`] changes were coalesced without it taking one event; a client
+//!    that disconnects closes the channel, which ends the task at once, even while its jobs
+//!    are idle.
+//! 3. **At most one batch per `min_interval`.** Once everything was sent, the task takes no
+//!    change for [`Dashboard::min_interval`](super::Dashboard::min_interval) (it is then not
+//!    even waiting on the watches, so the workers' publishes wake nobody); after it, every
+//!    change that came meanwhile is taken at once, merged into the latest progress of each
+//!    job. So a stream costs the runner at most a few wake-ups per interval, whatever the
+//!    rate of targets: what keeps 1,000 streams on one job cheap (`benches/streams.rs`).
+//!    A `target` in an event is then the latest stored one; those between are not named.
 //! 4. **Ends.** A job's `end` is its terminal progress or, if the runner closed first
 //!    ([`JobWatch::changed`] answers `None`), its last known one. Once every job ended, what
 //!    is left is sent only if the channel has room (nothing more can come to wait for: a
@@ -39,6 +46,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::mpsc;
+use tokio::time::{Duration, Instant};
 
 use super::error::{Api, Error};
 use super::json::EventJson;
@@ -87,7 +95,7 @@ where
     let listing = board.listing(&viewer, id).await?;
     let slot = Slot::take(&board.streams, board.max_streams)?;
     let watch = board.runner.watch(&listing.caller, id).await?;
-    Ok(stream(vec![(id, watch)], slot))
+    Ok(stream(vec![(id, watch)], slot, board.min_interval))
 }
 
 /// `GET {base}/api/events?ids=1,2,3`: the jobs among `ids` the viewer sees.
@@ -117,13 +125,13 @@ where
             Err(error) => return Err(error.into()),
         }
     }
-    Ok(stream(watches, slot))
+    Ok(stream(watches, slot, board.min_interval))
 }
 
 /// The response: an SSE body fed by a [`pump`] task over `watches`.
-fn stream(watches: Vec<(JobId, JobWatch)>, slot: Slot) -> Response {
+fn stream(watches: Vec<(JobId, JobWatch)>, slot: Slot, interval: Duration) -> Response {
     let (sender, receiver) = mpsc::channel(STREAM_BUFFER);
-    tokio::spawn(pump(watches, sender, slot));
+    tokio::spawn(pump(watches, sender, slot, interval));
     Sse::new(Events(receiver)).into_response()
 }
 
@@ -148,18 +156,24 @@ fn wait(index: usize, mut watch: JobWatch) -> Waiting {
     })
 }
 
-/// The first change among `waiting`; its slot is emptied (the caller refills it).
-async fn next_change(waiting: &mut [Option<Waiting>]) -> (usize, Option<Progress>, JobWatch) {
+/// Every change ready among `waiting`, once at least one is; their slots are emptied (the
+/// caller refills them).
+async fn next_changes(waiting: &mut [Option<Waiting>]) -> Vec<(usize, Option<Progress>, JobWatch)> {
     std::future::poll_fn(|cx| {
+        let mut ready = Vec::new();
         for slot in waiting.iter_mut() {
             if let Some(future) = slot
                 && let Poll::Ready(out) = future.as_mut().poll(cx)
             {
                 *slot = None;
-                return Poll::Ready(out);
+                ready.push(out);
             }
         }
-        Poll::Pending
+        if ready.is_empty() {
+            Poll::Pending
+        } else {
+            Poll::Ready(ready)
+        }
     })
     .await
 }
@@ -181,7 +195,12 @@ fn next_unsent(unsent: &[Option<(&'static str, Progress)>], turn: usize) -> Opti
 }
 
 /// One stream's task (see the module's protocol).
-async fn pump(watches: Vec<(JobId, JobWatch)>, sender: mpsc::Sender<Event>, slot: Slot) {
+async fn pump(
+    watches: Vec<(JobId, JobWatch)>,
+    sender: mpsc::Sender<Event>,
+    slot: Slot,
+    interval: Duration,
+) {
     let _slot = slot;
     let count = watches.len();
     let mut ids = Vec::with_capacity(count);
@@ -199,6 +218,8 @@ async fn pump(watches: Vec<(JobId, JobWatch)>, sender: mpsc::Sender<Event>, slot
         }
     }
     let (mut lag, mut turn) = (0, 0);
+    // Set when everything was sent: no change is taken until then (rule 3).
+    let mut quiet: Option<Instant> = None;
     loop {
         let any_unsent = unsent.iter().any(Option::is_some);
         let any_live = waiting.iter().any(Option::is_some);
@@ -207,7 +228,7 @@ async fn pump(watches: Vec<(JobId, JobWatch)>, sender: mpsc::Sender<Event>, slot
         }
         if !any_live {
             // Every job ended: what is left goes out if there is room; a client with none
-            // stopped reading, and is dropped (rule 3).
+            // stopped reading, and is dropped (rule 4).
             let Ok(permit) = sender.try_reserve() else {
                 return;
             };
@@ -219,6 +240,7 @@ async fn pump(watches: Vec<(JobId, JobWatch)>, sender: mpsc::Sender<Event>, slot
             }
             continue;
         }
+        let until = quiet.unwrap_or_else(Instant::now);
         tokio::select! {
             biased;
             () = sender.closed() => return,
@@ -232,21 +254,27 @@ async fn pump(watches: Vec<(JobId, JobWatch)>, sender: mpsc::Sender<Event>, slot
                     permit.send(event(name, ids[index], &progress));
                 }
                 lag = 0;
-            }
-            (index, change, watch) = next_change(&mut waiting), if any_live => {
-                let (name, progress, live) = match change {
-                    Some(progress) if progress.status.is_live() => ("progress", progress, true),
-                    Some(progress) => ("end", progress, false),
-                    None => ("end", watch.progress(), false),
-                };
-                if unsent[index].replace((name, progress)).is_some() {
-                    lag += 1;
-                    if lag > MAX_LAG {
-                        return;
-                    }
+                if !interval.is_zero() && unsent.iter().all(Option::is_none) {
+                    quiet = Some(Instant::now() + interval);
                 }
-                if live {
-                    waiting[index] = Some(wait(index, watch));
+            }
+            () = tokio::time::sleep_until(until), if quiet.is_some() => quiet = None,
+            changes = next_changes(&mut waiting), if quiet.is_none() => {
+                for (index, change, watch) in changes {
+                    let (name, progress, live) = match change {
+                        Some(progress) if progress.status.is_live() => ("progress", progress, true),
+                        Some(progress) => ("end", progress, false),
+                        None => ("end", watch.progress(), false),
+                    };
+                    if unsent[index].replace((name, progress)).is_some() {
+                        lag += 1;
+                        if lag > MAX_LAG {
+                            return;
+                        }
+                    }
+                    if live {
+                        waiting[index] = Some(wait(index, watch));
+                    }
                 }
             }
         }

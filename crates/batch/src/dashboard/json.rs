@@ -1,6 +1,8 @@
 //! The API's JSON shapes (see the module docs, "JSON"): ids as numbers, times as RFC 3339
-//! strings in UTC, targets and outputs as JSON values, counts on every job. Private types,
-//! so the crate's own serde output can change without changing the API.
+//! strings in UTC (written as the crate's serde output writes them), targets and outputs as
+//! JSON values, counts on every job. Private types, beside the crate's own `Serialize`
+//! impls: the API adds what a board shows (`caller`, `key`, `finished`, `output_bytes`), and
+//! its shape stays put if the crate's serde output changes.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -154,34 +156,12 @@ fn value(json: &str) -> Value {
     serde_json::from_str(json).unwrap_or_else(|_| Value::String(json.to_owned()))
 }
 
-/// `time` as RFC 3339 in UTC with milliseconds (`2026-01-02T03:04:05.678Z`); a time before
-/// 1970 as the epoch.
+/// `time` as the crate's serde output writes it (RFC 3339 in UTC, see `crate::rfc3339`); a
+/// time out of its range (before 1970, after 9999) as the epoch.
 pub(crate) fn rfc3339(time: SystemTime) -> String {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
-    )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    crate::rfc3339::format(time)
+        .or_else(|_| crate::rfc3339::format(UNIX_EPOCH))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -191,14 +171,12 @@ mod tests {
 
     #[test]
     fn times_are_rfc3339_utc() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
         let t = UNIX_EPOCH + Duration::from_millis(951_782_400_123); // 2000-02-29
-        assert_eq!(rfc3339(t), "2000-02-29T00:00:00.123Z");
-        let t = UNIX_EPOCH + Duration::from_secs(1_796_688_000 + 3_723); // 2026-12-08
-        assert_eq!(rfc3339(t), "2026-12-08T01:02:03.000Z");
+        assert_eq!(rfc3339(t), "2000-02-29T00:00:00.123000Z");
         assert_eq!(
             rfc3339(UNIX_EPOCH - Duration::from_secs(5)),
-            "1970-01-01T00:00:00.000Z"
+            "1970-01-01T00:00:00.000000Z",
+            "out of range: the epoch, not a panic"
         );
     }
 }

@@ -48,7 +48,7 @@
 //! # JSON
 //!
 //! A job is `{"id": 7, "caller": "ann", "key": null, "status": "running", "counts":
-//! {"pending": 3, "done": 1, "failed": 0}, "created": "2026-01-02T03:04:05.678Z", "updated":
+//! {"pending": 3, "done": 1, "failed": 0}, "created": "2026-01-02T03:04:05.678000Z", "updated":
 //! …, "finished": null}` (times in RFC 3339, UTC; `finished` once the job ended). A target is
 //! `{"index": 0, "state": "done", "target": <its JSON>, "output": <its JSON>}`, or with
 //! `"error"` and `"hint"` for a failed one.
@@ -57,9 +57,10 @@
 //!
 //! An event stream sends named events whose data is one JSON object `{"id", "status",
 //! "counts": {"pending", "done", "failed"}, "target": {"index", "state"}}` (`target` only when
-//! the event stored one): first `progress` with the job as it is, then `progress` at each
-//! change, and `end` when the job ended (after which the stream closes) or the runner closed
-//! (the status may then still be live). Each stream is one task driven by
+//! the event stored one): first `progress` with the job as it is, then `progress` as it
+//! changes (at most one batch per [`Dashboard::min_interval`], each job's latest progress),
+//! and `end` when the job ended (after which the stream closes) or the runner closed (the
+//! status may then still be live). Each stream is one task driven by
 //! [`Runner::watch`](crate::Runner::watch): no store read per event.
 //!
 //! # Guarantees
@@ -67,7 +68,9 @@
 //! - **Bounded streams.** A stream holds one job watch, a channel of
 //!   [`STREAM_BUFFER`] events and, per job, at most one event it could not send yet: a
 //!   client that reads slowly gets the latest progress, not a queue (intermediate `target`s
-//!   are then skipped; a board re-reads the rows it shows). A client that has taken no event
+//!   are then skipped; a board re-reads the rows it shows). After each send a stream takes
+//!   no change for [`Dashboard::min_interval`] (100 ms by default), so its cost to the runner
+//!   does not grow with the rate of targets. A client that has taken no event
 //!   while its job changed [`MAX_LAG`] times is dropped; one that disconnects frees its task
 //!   at once. At most [`Dashboard::max_streams`] streams are open at a time (`503` past it).
 //! - **Ends.** Closing the runner ends every stream (each sends `end` if it has room).
@@ -118,6 +121,7 @@ mod query;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use axum::Router;
 use axum::http::request::Parts;
@@ -138,6 +142,10 @@ pub const MAX_LAG: usize = 256;
 
 /// Open event streams a dashboard allows at a time unless [`Dashboard::max_streams`] says.
 pub const DEFAULT_MAX_STREAMS: usize = 10_000;
+
+/// How long a stream waits after sending before it takes the next changes, unless
+/// [`Dashboard::min_interval`] says.
+pub const DEFAULT_MIN_INTERVAL: Duration = Duration::from_millis(100);
 
 type WhoFn = dyn Fn(&Parts) -> Option<Caller> + Send + Sync;
 type AdminFn = dyn Fn(&Caller) -> bool + Send + Sync;
@@ -191,6 +199,7 @@ pub struct Dashboard<T, O> {
     who: Arc<WhoFn>,
     admin: Option<Arc<AdminFn>>,
     max_streams: usize,
+    min_interval: Duration,
     streams: Arc<AtomicUsize>,
 }
 
@@ -199,6 +208,7 @@ impl<T, O> std::fmt::Debug for Dashboard<T, O> {
         f.debug_struct("Dashboard")
             .field("admin", &self.admin.is_some())
             .field("max_streams", &self.max_streams)
+            .field("min_interval", &self.min_interval)
             .field("open_streams", &self.streams.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
@@ -219,6 +229,7 @@ where
             who: Arc::new(who),
             admin: None,
             max_streams: DEFAULT_MAX_STREAMS,
+            min_interval: DEFAULT_MIN_INTERVAL,
             streams: Arc::default(),
         }
     }
@@ -237,6 +248,15 @@ where
         self
     }
 
+    /// After a stream sent what it had, it takes no change for `interval` (default
+    /// [`DEFAULT_MIN_INTERVAL`]); the changes of that time then go out merged, as each job's
+    /// latest progress. `Duration::ZERO` sends every change the stream sees.
+    #[must_use]
+    pub fn min_interval(mut self, interval: Duration) -> Self {
+        self.min_interval = interval;
+        self
+    }
+
     /// How many event streams are open now (each is one task).
     pub fn open_streams(&self) -> usize {
         self.streams.load(Ordering::SeqCst)
@@ -249,6 +269,7 @@ where
             who: Arc::clone(&self.who),
             admin: self.admin.clone(),
             max_streams: self.max_streams,
+            min_interval: self.min_interval,
             streams: Arc::clone(&self.streams),
         });
         Router::new()
@@ -279,5 +300,6 @@ pub(crate) struct Board<T, O> {
     who: Arc<WhoFn>,
     admin: Option<Arc<AdminFn>>,
     max_streams: usize,
+    min_interval: Duration,
     streams: Arc<AtomicUsize>,
 }

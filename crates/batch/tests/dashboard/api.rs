@@ -7,7 +7,7 @@ use crate::harness::Board;
 
 fn is_rfc3339(value: &serde_json::Value) -> bool {
     let text = value.as_str().unwrap_or_default();
-    text.len() == 24 && text.ends_with('Z') && text.as_bytes()[10] == b'T'
+    text.len() >= 20 && text.ends_with('Z') && text.as_bytes()[10] == b'T'
 }
 
 #[tokio::test]

@@ -155,6 +155,7 @@ async fn a_huge_limit_gets_one_bounded_page() {
     let board = Board::with(
         lockgate_batch::Config::default().max_targets(2_000),
         usize::MAX,
+        lockgate_batch::dashboard::DEFAULT_MIN_INTERVAL,
     )
     .await;
     let targets: Vec<String> = (0..MAX_PAGE + 10).map(|i| format!("t{i}")).collect();

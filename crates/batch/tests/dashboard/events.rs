@@ -2,7 +2,9 @@
 //! streams on one job.
 
 use axum::http::StatusCode;
-use lockgate_batch::dashboard::{MAX_LAG, STREAM_BUFFER};
+use std::time::Duration;
+
+use lockgate_batch::dashboard::{DEFAULT_MIN_INTERVAL, MAX_LAG, STREAM_BUFFER};
 use lockgate_batch::{Config, JobStatus};
 use serde_json::json;
 
@@ -10,7 +12,8 @@ use crate::harness::{Board, until};
 
 #[tokio::test(start_paused = true)]
 async fn a_job_stream_reports_each_stored_target_then_the_end() {
-    let board = Board::new().await;
+    // No quiet interval: each change the stream sees goes out.
+    let board = Board::with(Config::default(), usize::MAX, Duration::ZERO).await;
     let id = board
         .submit("ann", &["sleep:10:a", "sleep:10:b", "sleep:10:c"])
         .await;
@@ -119,7 +122,12 @@ async fn a_client_that_disconnects_frees_its_stream_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_client_that_stops_reading_is_dropped_and_holds_a_bounded_buffer() {
-    let board = Board::with(Config::default().max_targets(1_000), usize::MAX).await;
+    let board = Board::with(
+        Config::default().max_targets(1_000),
+        usize::MAX,
+        Duration::ZERO,
+    )
+    .await;
     let targets = vec!["sleep:1:x"; STREAM_BUFFER + MAX_LAG + 50];
     let id = board.submit("ann", &targets).await;
     let mut stream = board
@@ -140,7 +148,7 @@ async fn a_client_that_stops_reading_is_dropped_and_holds_a_bounded_buffer() {
 #[tokio::test]
 async fn closing_the_runner_ends_a_thousand_streams_on_one_job() {
     const STREAMS: usize = 1_000;
-    let board = Board::with(Config::default(), STREAMS).await;
+    let board = Board::with(Config::default(), STREAMS, DEFAULT_MIN_INTERVAL).await;
     let id = board.submit("ann", &["hold:a", "b"]).await;
     let path = format!("/jobs/api/jobs/{id}/events");
     let mut readers = Vec::with_capacity(STREAMS);
@@ -175,4 +183,34 @@ async fn closing_the_runner_ends_a_thousand_streams_on_one_job() {
     // A live job after the close: nothing would report it.
     let after = board.stream("ann", &path).await;
     assert_eq!(after.status, StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_sends_at_most_one_batch_per_interval_merged_to_the_latest() {
+    let interval = Duration::from_millis(100);
+    let board = Board::with(Config::default(), usize::MAX, interval).await;
+    // 40 targets of 10 ms: 400 ms of work, so about 4 intervals.
+    let targets = vec!["sleep:10:x"; 40];
+    let id = board.submit("ann", &targets).await;
+    let mut stream = board
+        .stream("ann", &format!("/jobs/api/jobs/{id}/events"))
+        .await;
+    let events = stream.rest().await;
+    assert!(
+        events.len() <= 7,
+        "merged: {} events: {events:?}",
+        events.len()
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last.name, "end");
+    assert_eq!(last.data["counts"]["done"], 40);
+    let stored: Vec<u64> = events
+        .iter()
+        .map(|e| e.data["counts"]["done"].as_u64().unwrap())
+        .collect();
+    assert!(
+        stored.windows(2).all(|w| w[0] < w[1]),
+        "each batch is newer: {stored:?}"
+    );
+    board.runner.close().await;
 }

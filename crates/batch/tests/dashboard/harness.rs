@@ -13,8 +13,8 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
-use lockgate_batch::dashboard::Dashboard;
-use lockgate_batch::store::MemoryStore;
+use lockgate_batch::dashboard::{DEFAULT_MIN_INTERVAL, Dashboard};
+use lockgate_batch::store::{MemoryStore, Store};
 use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobId, JobStatus, Runner};
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -57,27 +57,40 @@ async fn fetch(
 impl Board {
     /// A board whose admin is `root`, over a memory store.
     pub async fn new() -> Self {
-        Self::with(Config::default().workers(2), usize::MAX).await
+        Self::with(
+            Config::default().workers(2),
+            usize::MAX,
+            DEFAULT_MIN_INTERVAL,
+        )
+        .await
     }
 
-    pub async fn with(config: Config, max_streams: usize) -> Self {
+    /// A board over a runner of `config`, with these stream settings.
+    pub async fn with(config: Config, max_streams: usize, min_interval: Duration) -> Self {
+        Self::on(MemoryStore::new(), config, max_streams, min_interval).await
+    }
+
+    /// A board over a runner of `config` on `store`.
+    pub async fn on(
+        store: impl Store,
+        config: Config,
+        max_streams: usize,
+        min_interval: Duration,
+    ) -> Self {
         let gate = Arc::new(Semaphore::new(0));
         let fetch = {
             let gate = Arc::clone(&gate);
             move |ctx: FetchContext, target: String| fetch(Arc::clone(&gate), ctx, target)
         };
-        let runner = Arc::new(
-            Runner::new(config, MemoryStore::new(), fetch)
-                .await
-                .expect("a runner"),
-        );
+        let runner = Arc::new(Runner::new(config, store, fetch).await.expect("a runner"));
         let dashboard =
             Dashboard::new(Arc::clone(&runner), |parts: &axum::http::request::Parts| {
                 let user = parts.headers.get("x-user")?.to_str().ok()?;
                 Some(Caller::new(user))
             })
             .admin(|caller: &Caller| caller.as_str() == "root")
-            .max_streams(max_streams);
+            .max_streams(max_streams)
+            .min_interval(min_interval);
         let app = Router::new().nest_service("/jobs", dashboard.router());
         Self {
             runner,

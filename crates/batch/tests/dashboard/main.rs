@@ -9,3 +9,4 @@ mod events;
 mod harness;
 mod pages;
 mod security;
+mod sqlite;

@@ -154,8 +154,18 @@ pub async fn snapshots_round_trip_through_serde<S: Store>(make: impl Fn() -> S) 
     let json = serde_json::to_value(&job).unwrap();
     assert_eq!(json["id"], serde_json::json!(id.get()));
     assert_eq!(json["status"], "partial");
-    assert_eq!(json["targets"][0]["state"]["state"], "done");
-    assert_eq!(json["targets"][1]["state"]["state"], "failed");
+    // What a browser client wants: counts beside the status, RFC 3339 times, the target and
+    // output as the JSON values they are, the state's fields beside the target.
+    assert_eq!(
+        json["counts"],
+        serde_json::json!({"pending": 0, "done": 1, "failed": 1})
+    );
+    assert!(json["created"].as_str().unwrap().ends_with('Z'), "{json}");
+    assert_eq!(json["targets"][0]["target"], "x");
+    assert_eq!(json["targets"][0]["state"], "done");
+    assert!(json["targets"][0]["output"].is_string(), "{json}");
+    assert_eq!(json["targets"][1]["state"], "failed");
+    assert!(json["targets"][1]["error"].is_string(), "{json}");
     let back: Job = serde_json::from_value(json).unwrap();
     assert_eq!(back, job);
     let targets: Vec<String> = job

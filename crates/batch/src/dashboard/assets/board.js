@@ -49,43 +49,37 @@
     });
   }
 
-  // Re-reads one target row's state and detail from the API (an event names the target and
-  // its state; the output size or error text comes from the store).
-  function refreshRow(id, row, index) {
-    var url = base + "api/jobs/" + id + "/targets?limit=1" + (index > 0 ? "&after=" + (index - 1) : "");
+  // Re-reads the targets this page shows (the same query: state filter, cursor, limit) and
+  // rewrites each row's state and detail: one request per event that stored targets.
+  function refreshRows(id, targets) {
+    var url = base + "api/jobs/" + id + "/targets" + window.location.search;
     fetch(url, { credentials: "same-origin" }).then(function (r) { return r.ok ? r.json() : null; })
       .then(function (page) {
-        if (!page || !page.targets.length || page.targets[0].index !== index) { return; }
-        var t = page.targets[0];
-        text(row, "td.state", t.state);
-        var detail = row.querySelector("td.detail");
-        if (!detail) { return; }
-        detail.textContent = "";
-        if (t.state === "done") {
-          detail.textContent = t.output_bytes + " bytes";
-        } else if (t.state === "failed") {
-          var err = document.createElement("span");
-          err.className = "error";
-          err.textContent = t.error;
-          detail.appendChild(err);
-          if (t.hint) {
-            var hint = document.createElement("span");
-            hint.className = "hint";
-            hint.textContent = t.hint;
-            detail.appendChild(document.createTextNode(" "));
-            detail.appendChild(hint);
+        if (!page) { return; }
+        page.targets.forEach(function (t) {
+          var row = targets.querySelector('tr[data-index="' + t.index + '"]');
+          if (!row) { return; }
+          text(row, "td.state", t.state);
+          var detail = row.querySelector("td.detail");
+          if (!detail) { return; }
+          detail.textContent = "";
+          if (t.state === "done") {
+            detail.textContent = t.output_bytes + " bytes";
+          } else if (t.state === "failed") {
+            var err = document.createElement("span");
+            err.className = "error";
+            err.textContent = t.error;
+            detail.appendChild(err);
+            if (t.hint) {
+              var hint = document.createElement("span");
+              hint.className = "hint";
+              hint.textContent = t.hint;
+              detail.appendChild(document.createTextNode(" "));
+              detail.appendChild(hint);
+            }
           }
-        }
+        });
       }).catch(function () {});
-  }
-
-  function refreshRows(id, targets) {
-    targets.querySelectorAll("tr[data-index]").forEach(function (row) {
-      var state = row.querySelector("td.state");
-      if (state && state.textContent === "pending") {
-        refreshRow(id, row, Number(row.getAttribute("data-index")));
-      }
-    });
   }
 
   function ended(summary, data) {
@@ -117,22 +111,19 @@
       var now = data.counts.done + data.counts.failed;
       if (data.target && targets) {
         var row = targets.querySelector('tr[data-index="' + data.target.index + '"]');
-        if (row) {
-          text(row, "td.state", data.target.state);
-          refreshRow(id, row, data.target.index);
-        }
+        if (row) { text(row, "td.state", data.target.state); }
       }
-      // Events were coalesced (a slow reader gets the latest, not every step): re-read the
-      // rows still shown as pending.
-      if (stored !== null && targets && now > stored + 1) { refreshRows(id, targets); }
+      // Events are merged (at most one batch per interval): re-read the rows shown, which
+      // fills in every target stored since, with its output size or error.
+      if (targets && now !== stored) { refreshRows(id, targets); }
       stored = now;
     }
     source.addEventListener("progress", function (e) { on(JSON.parse(e.data)); });
     source.addEventListener("end", function (e) {
       var data = JSON.parse(e.data);
       source.close();
+      stored = null;
       on(data);
-      if (targets) { refreshRows(id, targets); }
       if (data.status !== "queued" && data.status !== "running") { ended(summary, data); }
     });
   }

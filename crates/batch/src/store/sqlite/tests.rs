@@ -498,3 +498,55 @@ fn a_status_is_one_snapshot() {
     drop(rt);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The reader's thread runs [`reader::READER_NICENESS`] steps nicer than the process, and the
+/// writer's at the process's own priority (`reader.rs`, rule 6). Linux only: elsewhere the
+/// rule is documented as lost.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_reader_yields_the_cpu_to_the_writer() {
+    /// The niceness of the task whose `stat` file this is (field 19, after the command).
+    fn niceness(stat: &str) -> i32 {
+        let after_command = &stat[stat.rfind(')').unwrap() + 1..];
+        after_command
+            .split_whitespace()
+            .nth(16)
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+    /// The niceness of every thread of this process named `name` (as the kernel keeps it,
+    /// cut to 15 bytes).
+    fn threads_named(name: &str) -> Vec<i32> {
+        let name = &name[..name.len().min(15)];
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|task| {
+                let task = task.ok()?.path();
+                let comm = std::fs::read_to_string(task.join("comm")).ok()?;
+                let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+                (comm.trim_end() == name).then(|| niceness(&stat))
+            })
+            .collect()
+    }
+    let dir = scratch("niceness");
+    let process = niceness(&std::fs::read_to_string("/proc/self/stat").unwrap());
+    let store = SqliteStore::open(dir.join("jobs.db")).unwrap();
+    // The thread sets its priority before its first call: one answered call proves it ran.
+    block_on(store.live_jobs()).unwrap();
+    block_on(store.caller_read(queries::live_jobs)).unwrap();
+    let readers = threads_named("batch-sqlite-read");
+    assert!(!readers.is_empty(), "a reader thread runs");
+    let expected = (process + reader::READER_NICENESS).min(19);
+    assert!(
+        readers.iter().all(|&n| n == expected),
+        "{readers:?} != {expected}"
+    );
+    let writers = threads_named("batch-sqlite");
+    assert!(
+        writers.iter().all(|&n| n == process),
+        "{writers:?} != {process}"
+    );
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -58,6 +58,9 @@ pub(super) trait Batches {
 
     /// The failure each call of a failed batch answers with (each gets its own).
     fn failure(error: &Self::Error) -> StoreError;
+
+    /// Runs first on the thread, before any call: where an owner sets the thread up.
+    fn started(&mut self) {}
 }
 
 /// A call waiting for the thread.
@@ -133,6 +136,7 @@ impl<C: Batches + Send + 'static> ConnectionThread<C> {
             .name(name.to_owned())
             .spawn(move || {
                 let mut owned = owned;
+                owned.started();
                 while let Ok(first) = receiver.recv() {
                     let mut batch = vec![first];
                     while batch.len() < MAX_BATCH {

@@ -1,6 +1,6 @@
-//! The list page: jobs done, partial, cancelled and running (the screenshots), then a job's progress
-//! bar moving from 0 to done and its status changing to `done`, on a page never reloaded;
-//! then a status filter, and the list a page at a time.
+//! The list page: jobs done, partial, failed, cancelled and running (the screenshots), then
+//! a job's progress bar moving from 0 to done and its status changing to `done`, on a page
+//! never reloaded; then a status filter, and the list a page at a time.
 
 use std::sync::Arc;
 
@@ -39,8 +39,19 @@ pub async fn run(browser: &Browser, board: &Board) -> Scene {
     let partial = board.submit(&bob).await;
     board.until_status(partial, JobStatus::Partial).await;
 
+    // Failed: every target failed.
+    let charlie = targets("charlie", 3);
+    for target in &charlie {
+        board.plan(
+            target,
+            Plan::Fail("connection refused".into(), "is the host up?".into()),
+        );
+    }
+    let failed = board.submit(&charlie).await;
+    board.until_status(failed, JobStatus::Failed).await;
+
     // Cancelled: before any target was fetched.
-    let carol = targets("charlie", 5);
+    let carol = targets("cobalt", 5);
     let never = Arc::new(Semaphore::new(0));
     for target in &carol {
         board.plan(target, Plan::Hold(Arc::clone(&never)));
@@ -68,6 +79,7 @@ pub async fn run(browser: &Browser, board: &Board) -> Scene {
     for (id, status) in [
         (done, "done"),
         (partial, "partial"),
+        (failed, "failed"),
         (cancelled, "cancelled"),
         (running, "running"),
     ] {
@@ -75,7 +87,7 @@ pub async fn run(browser: &Browser, board: &Board) -> Scene {
             .until_text(&format!("{} td.status", row(id)), status)
             .await;
     }
-    assert_eq!(browser.count("#jobs tr[data-job-id]").await, 4);
+    assert_eq!(browser.count("#jobs tr[data-job-id]").await, 5);
     assert_eq!(
         browser.bar(&format!("{} progress.bar", row(done))).await,
         (12.0, 12.0)
@@ -173,7 +185,7 @@ pub async fn run(browser: &Browser, board: &Board) -> Scene {
     browser.assert_no_console_errors("the partial jobs").await;
     browser.open(&format!("{}?limit=2", board.list_url())).await;
     assert_eq!(ids(browser).await, [live, running]);
-    for page in [[cancelled, partial].as_slice(), &[done]] {
+    for page in [[cancelled, failed], [partial, done]] {
         let first = page[0];
         browser.click("a[rel=\"next\"]").await;
         browser

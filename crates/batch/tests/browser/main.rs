@@ -5,10 +5,10 @@
 //! or two to start; one per step would be most of the runtime):
 //! 1. [`canary`]: the harness against a static page of its own, proving that the console-error
 //!    and alert checks the other steps expect to find nothing do find something.
-//! 2. [`list`]: the dashboard's list with jobs done, partial, cancelled and running (the two
-//!    screenshots: the list, and the running job's page); then a new job's progress bar goes
-//!    from 0 to 2 of 6 to 6 of 6 and its status to `done`, on a page never reloaded; a
-//!    status filter; the list a page at a time.
+//! 2. [`list`]: the dashboard's list with jobs done, partial, failed, cancelled and running
+//!    (the two screenshots: the list, and the running job's page); then a new job's progress
+//!    bar goes from 0 to 2 of 6 to 6 of 6 and its status to `done`, on a page never
+//!    reloaded; a status filter; the list a page at a time.
 //! 3. [`job`]: a job's targets paged through the `next` links, then filtered to the failed
 //!    ones (and those paged).
 //! 4. [`cancel`]: a click on a running job's cancel button shows `cancelled`; the list and

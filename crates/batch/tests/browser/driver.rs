@@ -6,9 +6,10 @@
 //! - [`Browser::start`] runs chromedriver on a free loopback port in a process group of its
 //!   own, and opens one session: headless, fixed window size (stable screenshots), a fresh
 //!   profile folder, every console message kept (`goog:loggingPrefs`), and alerts left open
-//!   (`unhandledPromptBehavior: ignore`) so a test can see one. Dropping the browser kills the
-//!   whole group (chromedriver and the Chromium it started), also when a test panicked, and
-//!   removes the profile.
+//!   (`unhandledPromptBehavior: ignore`) so a test can see one. The whole group (chromedriver
+//!   and the Chromium it started) is killed when the browser is dropped, also when a test
+//!   panicked, and when the test process dies without running destructors ([`WATCHDOG`]);
+//!   the profile is removed on drop.
 //! - [`Browser::console_errors`] drains the browser log through chromedriver's `se/log`
 //!   endpoint: everything Chromium printed at level `SEVERE` since the last call, which covers
 //!   `console.error`, uncaught exceptions during load or later, failed loads and Content
@@ -36,9 +37,9 @@ pub const CHROMIUM_VAR: &str = "BATCH_TEST_CHROMIUM";
 pub const SCREENSHOTS_VAR: &str = "BATCH_SCREENSHOTS";
 
 /// How long any one condition may take to hold: generous, for a loaded two-core machine.
-const WAIT_LIMIT: Duration = Duration::from_secs(30);
+pub const WAIT_LIMIT: Duration = Duration::from_secs(30);
 /// How often a condition is polled.
-const POLL_EVERY: Duration = Duration::from_millis(25);
+pub const POLL_EVERY: Duration = Duration::from_millis(25);
 /// The window, so that screenshots come out the same size on every machine.
 pub const WINDOW: (u32, u32) = (1200, 860);
 
@@ -95,7 +96,15 @@ fn program(var: &str, names: &[&str]) -> Option<PathBuf> {
     })
 }
 
-/// A chromedriver child process, leader of its own process group.
+/// Runs chromedriver (`$0`, arguments `$@`) in the background, then waits for its standard
+/// input to close and kills its whole process group: chromedriver and the Chromium it
+/// started. The test holds the other end of the pipe, so the browser goes when the test
+/// process goes, however it goes: a drop, a panic, or a signal that runs no destructor (a
+/// test runner's timeout).
+/// (`kill -9 -PGID`: the one spelling dash and bash both take.)
+const WATCHDOG: &str = r#"exec 3<&0 </dev/null; "$0" "$@" 3<&- & read -r _ <&3; kill -9 -$$"#;
+
+/// chromedriver under [`WATCHDOG`], in a process group of its own.
 struct Driver {
     child: Child,
     port: u16,
@@ -108,13 +117,15 @@ impl Driver {
             .and_then(|listener| listener.local_addr())
             .expect("a free loopback port")
             .port();
-        let child = Command::new(program)
+        let child = Command::new("sh")
+            .args(["-c", WATCHDOG])
+            .arg(program)
             .arg(format!("--port={port}"))
             .arg(format!("--log-path={}", log.display()))
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            // Its own group, so that drop can kill Chromium too, which chromedriver started.
+            // A group of its own, which the watchdog kills whole.
             .process_group(0)
             .spawn()
             .unwrap_or_else(|err| panic!("could not start {}: {err}", program.display()));
@@ -139,14 +150,14 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        // The whole group: chromedriver, and the Chromium processes it started.
-        let group = format!("-{}", self.child.id());
+        // Closing the pipe makes the watchdog kill the group; then it is reaped. The group is
+        // killed from here too, in case the watchdog itself was killed.
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
         let _ = Command::new("kill")
-            .args(["-KILL", "--", &group])
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
             .stderr(Stdio::null())
             .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -216,6 +227,10 @@ impl Browser {
                     "--disable-dev-shm-usage",
                     "--disable-extensions",
                     "--no-first-run",
+                    // No crash handler: it leaves the process group, so it would outlive
+                    // the test.
+                    "--disable-breakpad",
+                    "--disable-crash-reporter",
                     "--hide-scrollbars",
                     "--force-device-scale-factor=1",
                     format!("--window-size={width},{height}"),

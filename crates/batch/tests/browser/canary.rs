@@ -13,16 +13,17 @@ use crate::driver::Browser;
 use crate::server::Server;
 
 /// The dashboard's policy: scripts from the page's own origin only.
-const CSP: &str = "default-src 'self'; script-src 'self'";
+const CSP: &str = "default-src 'self'; script-src 'self'; img-src 'self' data:";
 
 const GOOD: &str = r#"<!doctype html>
-<html><head><meta charset="utf-8"><title>canary</title><script src="/app.js" defer></script></head>
+<html><head><meta charset="utf-8"><title>canary</title><link rel="icon" href="data:,">
+<script src="/app.js" defer></script></head>
 <body><p id="out">waiting</p></body></html>"#;
 
 const APP_JS: &str = "document.getElementById('out').textContent = 'ran';";
 
 const BAD: &str = r#"<!doctype html>
-<html><head><meta charset="utf-8"><title>bad</title></head>
+<html><head><meta charset="utf-8"><title>bad</title><link rel="icon" href="data:,"></head>
 <body><script>document.title = 'inline ran';</script><script src="/throws.js"></script></body></html>"#;
 
 const THROWS_JS: &str = "throw new Error('canary: thrown while loading');";

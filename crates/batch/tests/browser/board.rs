@@ -1,5 +1,5 @@
-//! The application under test: a runner of string targets over a memory store, its dashboard
-//! mounted at `/jobs`, served on a loopback port.
+//! The application under test: a runner of string targets over a SQLite store (in memory),
+//! its dashboard mounted at `/jobs`, served on a loopback port.
 //!
 //! Every request is the caller [`CALLER`] (a browser cannot set the header a real `who`
 //! would read), and every job is theirs. A caller has one live job at a time, so the steps
@@ -14,10 +14,13 @@ use std::sync::{Arc, Mutex};
 use axum::Router;
 use axum::http::request::Parts;
 use lockgate_batch::dashboard;
-use lockgate_batch::store::MemoryStore;
-use lockgate_batch::{Caller, Config, FetchContext, FetchError, JobId, JobStatus, Runner};
+use lockgate_batch::store::SqliteStore;
+use lockgate_batch::{
+    Caller, Config, FetchContext, FetchError, JobId, JobStatus, JobSummary, Runner,
+};
 use tokio::sync::Semaphore;
 
+use crate::driver::{POLL_EVERY, WAIT_LIMIT};
 use crate::server::Server;
 
 pub type Run = Runner<String, String>;
@@ -67,8 +70,9 @@ impl Board {
             let plans = Arc::clone(&plans);
             move |ctx: FetchContext, target: String| fetch(Arc::clone(&plans), ctx, target)
         };
+        let store = SqliteStore::open_in_memory().expect("a SQLite store");
         let runner = Arc::new(
-            Runner::new(Config::default().workers(2), MemoryStore::new(), fetch)
+            Runner::new(Config::default().workers(2), store, fetch)
                 .await
                 .expect("a runner"),
         );
@@ -121,39 +125,50 @@ impl Board {
             .status
     }
 
-    /// Waits until job `id` has `stored` targets stored (and returns its status).
+    /// Waits until job `id` has `stored` targets stored (and returns its status); panics
+    /// after [`WAIT_LIMIT`].
     pub async fn until_stored(&self, id: JobId, stored: usize) -> JobStatus {
-        let mut watch = self
-            .runner
-            .watch(&Caller::new(CALLER), id)
-            .await
-            .expect("a watch");
-        loop {
-            let progress = watch.progress();
-            if progress.counts.stored() >= stored {
-                return progress.status;
-            }
-            assert!(
-                watch.changed().await.is_some(),
-                "job {id} ended with {} stored, not {stored}",
-                watch.progress().counts.stored()
-            );
-        }
+        self.until(id, &format!("{stored} targets stored"), |summary| {
+            summary.counts.stored() >= stored
+        })
+        .await
     }
 
-    /// Waits until job `id` has status `status`.
+    /// Waits until job `id` has status `status`; panics after [`WAIT_LIMIT`].
     pub async fn until_status(&self, id: JobId, status: JobStatus) {
-        let mut watch = self
-            .runner
-            .watch(&Caller::new(CALLER), id)
-            .await
-            .expect("a watch");
-        while watch.progress().status != status {
+        self.until(id, &format!("status {status}"), |summary| {
+            summary.status == status
+        })
+        .await;
+    }
+
+    /// Waits until job `id`'s summary in the store passes `check`, and returns its status
+    /// then; panics after [`WAIT_LIMIT`].
+    ///
+    /// It polls the store rather than following [`Runner::watch`]: a watch opened while a
+    /// claim starts the job can miss the move to `running` (`publish_start` finds no first
+    /// read yet and drops the start; the first read, taken before the claim, then says
+    /// `queued`) and, with every target held, no later change would correct it.
+    async fn until(&self, id: JobId, what: &str, check: impl Fn(&JobSummary) -> bool) -> JobStatus {
+        let deadline = tokio::time::Instant::now() + WAIT_LIMIT;
+        loop {
+            let summary = self
+                .runner
+                .summary(&Caller::new(CALLER), id)
+                .await
+                .expect("a job");
+            if check(&summary) {
+                return summary.status;
+            }
             assert!(
-                watch.changed().await.is_some(),
-                "job {id} ended as {}, not {status}",
-                watch.progress().status
+                summary.status.is_live(),
+                "job {id} ended as {summary:?}, not with {what}"
             );
+            if tokio::time::Instant::now() >= deadline {
+                let jobs = self.runner.jobs(&Caller::new(CALLER)).await;
+                panic!("job {id}: waited {WAIT_LIMIT:?} for {what}; the jobs: {jobs:#?}");
+            }
+            tokio::time::sleep(POLL_EVERY).await;
         }
     }
 }

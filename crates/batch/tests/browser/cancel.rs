@@ -13,9 +13,9 @@ use crate::driver::Browser;
 
 pub async fn run(browser: &Browser, board: &Board) {
     let frank = targets("foxtrot", 4);
-    let never = Arc::new(Semaphore::new(0));
+    let gate = Arc::new(Semaphore::new(0));
     for target in &frank {
-        board.plan(target, Plan::Hold(Arc::clone(&never)));
+        board.plan(target, Plan::Hold(Arc::clone(&gate)));
     }
     let id = board.submit(&frank).await;
     board.until_status(id, JobStatus::Running).await;
@@ -75,6 +75,11 @@ pub async fn run(browser: &Browser, board: &Board) {
     browser
         .assert_no_console_errors("the list, cancelled live")
         .await;
+
+    // The targets in flight when the job was cancelled are let go, so that their workers
+    // are free for the next step (a cancel does not stop a target in flight); the job stays
+    // cancelled.
+    gate.add_permits(frank.len());
 
     for tab in [click_tab, tabs[0].clone()] {
         client.switch_to_window(tab).await.expect("the tab");

@@ -50,14 +50,17 @@ pub async fn run(browser: &Browser, board: &Board) -> Scene {
     let failed = board.submit(&charlie).await;
     board.until_status(failed, JobStatus::Failed).await;
 
-    // Cancelled: before any target was fetched.
+    // Cancelled: before any target was fetched. Then its targets are let go: a cancel
+    // starts no further target but does not stop one in flight, which would hold its worker
+    // (a target a worker claimed finishes and is stored; the job stays cancelled).
     let carol = targets("cobalt", 5);
-    let never = Arc::new(Semaphore::new(0));
+    let cobalt_gate = Arc::new(Semaphore::new(0));
     for target in &carol {
-        board.plan(target, Plan::Hold(Arc::clone(&never)));
+        board.plan(target, Plan::Hold(Arc::clone(&cobalt_gate)));
     }
     let cancelled = board.submit(&carol).await;
     assert!(board.cancel(cancelled).await);
+    cobalt_gate.add_permits(carol.len());
 
     // Running: 9 of 20 stored (2 failed among them), the next ones held, so the two workers
     // wait in it.

@@ -16,7 +16,7 @@
 //! 5. [`xss`]: target texts, an error and a hint that are script show literally, live and as
 //!    rendered, and nothing runs: no alert, no console error, no element made of them.
 //!
-//! The application ([`board`]) is the real dashboard router over a real runner (memory store,
+//! The application ([`board`]) is the real dashboard router over a real runner (SQLite store,
 //! two workers), served on a loopback port; the fetch holds chosen targets on semaphores the
 //! test opens, so every intermediate state a step checks is one the runner cannot leave
 //! before the test lets it.
@@ -48,6 +48,9 @@ mod xss;
 
 use driver::{Browser, Programs};
 
+/// How long all the steps may take (they take 5 to 8 s).
+const TEST_LIMIT: std::time::Duration = std::time::Duration::from_secs(180);
+
 /// The programs, or `None` after saying why the test is skipped.
 fn programs_or_skip() -> Option<Programs> {
     if std::env::var_os("TSAN_OPTIONS").is_some() {
@@ -77,12 +80,18 @@ async fn dashboard_in_chromium() {
         return;
     };
     let browser = Browser::start(&programs).await;
-    canary::run(&browser).await;
     let board = board::Board::start().await;
-    let scene = list::run(&browser, &board).await;
-    job::run(&browser, &board, scene.partial).await;
-    cancel::run(&browser, &board).await;
-    xss::run(&browser, &board).await;
+    let steps = async {
+        canary::run(&browser).await;
+        let scene = list::run(&browser, &board).await;
+        job::run(&browser, &board, scene.partial).await;
+        cancel::run(&browser, &board).await;
+        xss::run(&browser, &board).await;
+    };
+    // Every wait has its own limit; this one catches a step stuck in a call that has none.
+    tokio::time::timeout(TEST_LIMIT, steps)
+        .await
+        .unwrap_or_else(|_| panic!("the steps took more than {TEST_LIMIT:?}"));
     browser.close().await;
     board.runner.close().await;
 }

@@ -63,7 +63,8 @@ async fn fetch(plans: Plans, ctx: FetchContext, target: String) -> Result<String
 }
 
 impl Board {
-    /// Two workers, so that a job whose targets are held keeps both busy.
+    /// Two workers. A job has one target in flight at a time (the store's claim rule), so a
+    /// job whose next target is held keeps one worker waiting and the other one free.
     pub async fn start() -> Board {
         let plans = Plans::default();
         let fetch = {

@@ -62,8 +62,9 @@ pub async fn run(browser: &Browser, board: &Board) -> Scene {
     assert!(board.cancel(cancelled).await);
     cobalt_gate.add_permits(carol.len());
 
-    // Running: 9 of 20 stored (2 failed among them), the next ones held, so the two workers
-    // wait in it.
+    // Running: 9 of 20 stored (2 failed among them), its next target held. One target of a
+    // job is in flight at a time, in index order, so the 7 permits let exactly targets 0 to
+    // 8 through (2 and 5 fail without one).
     let dave = targets("delta", 20);
     let delta_gate = Arc::new(Semaphore::new(0));
     for (i, target) in dave.iter().enumerate() {

@@ -182,3 +182,52 @@ where
     let new = board.resubmit(&parts, &raw).await?;
     json(&serde_json::json!({ "id": new.get() }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Request;
+
+    fn parts(headers: &[(&str, &str)]) -> Parts {
+        let mut request = Request::post("/1/cancel");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn an_origin_must_name_the_host_and_port() {
+        let host = ("host", "board.test:8080");
+        assert!(same_origin(&parts(&[host, ("origin", "http://board.test:8080")])).is_ok());
+        assert!(same_origin(&parts(&[host, ("origin", "https://BOARD.test:8080")])).is_ok());
+        for origin in [
+            "http://board.test",
+            "http://board.test:8081",
+            "http://evil.test",
+            "null",
+            "board.test:8080",
+            "ftp://board.test:8080",
+        ] {
+            assert!(
+                same_origin(&parts(&[host, ("origin", origin)])).is_err(),
+                "{origin}"
+            );
+        }
+        assert!(same_origin(&parts(&[("origin", "http://board.test:8080")])).is_err());
+    }
+
+    #[test]
+    fn sec_fetch_site_decides_when_present() {
+        assert!(same_origin(&parts(&[("sec-fetch-site", "same-origin")])).is_ok());
+        for site in ["same-site", "cross-site", "none"] {
+            let with_origin = parts(&[
+                ("sec-fetch-site", site),
+                ("host", "board.test"),
+                ("origin", "http://board.test"),
+            ]);
+            assert!(same_origin(&with_origin).is_err(), "{site}");
+        }
+        assert!(same_origin(&parts(&[])).is_err());
+    }
+}

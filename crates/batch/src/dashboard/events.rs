@@ -18,10 +18,10 @@
 //!    that disconnects closes the channel, which ends the task at once, even while its jobs
 //!    are idle.
 //! 3. **At most one batch per `min_interval`.** Once everything was sent, the task takes no
-//!    change for [`Dashboard::min_interval`](super::Dashboard::min_interval) (it is then not
-//!    even waiting on the watches, so the workers' publishes wake nobody); after it, every
-//!    change that came meanwhile is taken at once, merged into the latest progress of each
-//!    job. So a stream costs the runner at most a few wake-ups per interval, whatever the
+//!    change for [`Dashboard::min_interval`](super::Dashboard::min_interval) (its waits on
+//!    the watches are not polled meanwhile, so the workers' publishes wake it at most once);
+//!    after it, every change that came meanwhile is taken at once, merged into the latest
+//!    progress of each job. So a stream costs the runner at most a few wake-ups per interval, whatever the
 //!    rate of targets: what keeps 1,000 streams on one job cheap (`benches/streams.rs`).
 //!    A `target` in an event is then the latest stored one; those between are not named.
 //! 4. **Ends.** A job's `end` is its terminal progress or, if the runner closed first
@@ -41,6 +41,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use axum::extract::{Path, Request, State};
+use axum::http::{HeaderName, HeaderValue};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -132,7 +133,13 @@ where
 fn stream(watches: Vec<(JobId, JobWatch)>, slot: Slot, interval: Duration) -> Response {
     let (sender, receiver) = mpsc::channel(STREAM_BUFFER);
     tokio::spawn(pump(watches, sender, slot, interval));
-    Sse::new(Events(receiver)).into_response()
+    let mut response = Sse::new(Events(receiver)).into_response();
+    // A reverse proxy that buffers responses (nginx) would hold the events back.
+    response.headers_mut().insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    response
 }
 
 /// The body's side of the channel.

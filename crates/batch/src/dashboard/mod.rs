@@ -50,8 +50,8 @@
 //! A job is `{"id": 7, "caller": "ann", "key": null, "status": "running", "counts":
 //! {"pending": 3, "done": 1, "failed": 0}, "created": "2026-01-02T03:04:05.678000Z", "updated":
 //! …, "finished": null}` (times in RFC 3339, UTC; `finished` once the job ended). A target is
-//! `{"index": 0, "state": "done", "target": <its JSON>, "output": <its JSON>}`, or with
-//! `"error"` and `"hint"` for a failed one.
+//! `{"index": 0, "state": "done", "target": <its JSON>, "output": <its JSON>, "output_bytes":
+//! 7}`, or with `"error"` and `"hint"` for a failed one.
 //!
 //! # Events
 //!
@@ -73,11 +73,13 @@
 //!   does not grow with the rate of targets. A client that has taken no event
 //!   while its job changed [`MAX_LAG`] times is dropped; one that disconnects frees its task
 //!   at once. At most [`Dashboard::max_streams`] streams are open at a time (`503` past it).
-//! - **Ends.** Closing the runner ends every stream (each sends `end` if it has room).
+//! - **Ends.** Closing the runner ends every stream, within one `min_interval` (each sends
+//!   `end` first if it has room).
 //! - **Cross-site requests.** Every `POST` must carry `Sec-Fetch-Site: same-origin`, or an
 //!   `Origin` whose host and port are the request's `Host`; otherwise `403` and nothing
 //!   changes. Browsers send these by themselves; a script calling the API sends `Origin`.
-//!   No `GET` changes anything.
+//!   Behind a reverse proxy, pass the client's `Host` through (or let the browser's
+//!   `Sec-Fetch-Site` decide), or every `Origin` check fails. No `GET` changes anything.
 //! - **Idempotent resubmit.** A resubmit is [`Runner::submit_keyed`](crate::Runner::submit_keyed)
 //!   as the job's caller with the key `resubmit:{id}`: a second one answers the job the first
 //!   made (while the store holds it).

@@ -9,4 +9,5 @@ mod events;
 mod harness;
 mod pages;
 mod security;
+#[cfg(feature = "sqlite")]
 mod sqlite;

@@ -172,3 +172,27 @@ async fn a_get_never_changes_anything() {
     board.release(1);
     board.runner.close().await;
 }
+
+#[tokio::test]
+async fn nothing_in_the_url_decides_the_caller() {
+    let board = Board::new().await;
+    let bobs = board.submit("bob", &["b"]).await;
+    board.wait("bob", bobs).await;
+    for path in [
+        "/jobs/?caller=bob&x-user=bob&user=bob".to_owned(),
+        "/jobs/api/jobs?caller=bob".to_owned(),
+        format!("/jobs/{bobs}?caller=bob&as=bob"),
+        format!("/jobs/api/jobs/{bobs}?x-user=bob"),
+    ] {
+        let reply = board.get(Some("ann"), &path).await;
+        assert!(
+            !reply.body.contains(&format!("data-job-id=\"{bobs}\""))
+                && !reply.body.contains("\"caller\":\"bob\""),
+            "{path}: {}",
+            reply.body
+        );
+    }
+    let none = board.get(None, "/jobs/?x-user=bob").await;
+    assert_eq!(none.status, StatusCode::UNAUTHORIZED);
+    board.runner.close().await;
+}

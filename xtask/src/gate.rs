@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
+use crate::browser;
 use crate::flags::GateOptions;
 use crate::postgres;
 use crate::util::{self, cargo, nightly_cargo};
@@ -237,8 +238,22 @@ fn clippy(root: &Path) -> Outcome {
 }
 
 /// Runs every test, with a throwaway PostgreSQL cluster for the tests that need one when the
-/// server is installed (otherwise those tests skip, and the gate says so).
+/// server is installed, and with the browser test's chromedriver and Chromium when they are
+/// (otherwise those tests skip, and the gate says so; in CI a missing browser is a failure,
+/// see [`browser`]).
 fn test(root: &Path) -> Outcome {
+    let programs = match browser::find() {
+        Ok(programs) => Some(programs),
+        Err(why) if browser::in_ci() => {
+            return Outcome::Failed(format!(
+                "the browser test cannot run in CI: {why} (.ci/run installs them when missing)"
+            ));
+        }
+        Err(why) => {
+            println!("SKIPPED: browser: {why}");
+            None
+        }
+    };
     let clusters = match postgres::Cluster::start_both() {
         Ok(clusters) => Some(clusters),
         Err(postgres::NoCluster::Missing(why)) => {
@@ -255,6 +270,11 @@ fn test(root: &Path) -> Outcome {
         }
         if let Some((fast, durable)) = &clusters {
             cmd.envs(fast.env()).envs(durable.env());
+        }
+        cmd.env_remove(browser::CHROMEDRIVER_VAR)
+            .env_remove(browser::CHROMIUM_VAR);
+        if let Some(programs) = &programs {
+            cmd.envs(programs.env());
         }
         in_root(cmd, root)
     };

@@ -4,6 +4,7 @@
 //! one file per verb.
 
 mod bench;
+mod browser;
 mod demo;
 mod flags;
 mod gate;

@@ -1,6 +1,6 @@
 //! Cancel from the browser: the job's page, the list and a second view of the job are open
 //! in three tabs; a click on the cancel button in one shows `cancelled` there, and the two
-//! others turn to `cancelled` live, without a reload (the cancel form gone from the job's
+//! others turn to `cancelled` live, all three without a reload (the cancel form gone from the job's
 //! page, no resubmit form: nothing failed).
 
 use std::sync::Arc;
@@ -44,6 +44,7 @@ pub async fn run(browser: &Browser, board: &Board) {
     browser.until_text("#summary .status", "cancelled").await;
     assert_eq!(browser.count("form.cancel").await, 0);
     assert_eq!(browser.count("form.resubmit").await, 0);
+    browser.assert_not_reloaded("the page whose cancel was clicked").await;
     browser
         .assert_no_console_errors("the cancelled job's page")
         .await;

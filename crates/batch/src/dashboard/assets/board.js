@@ -100,9 +100,35 @@
     }
   }
 
+  // The cancel button POSTs in the background (the API's cancel) and the page shows the
+  // answer in place; without the script, or if that request fails to leave, the form posts
+  // as it is and the server redirects back to the page.
+  function cancelInPlace(summary, id) {
+    var form = document.querySelector("form.cancel");
+    if (!form || !window.fetch) { return; }
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var button = form.querySelector("button");
+      if (button) { button.disabled = true; }
+      fetch(base + "api/jobs/" + id + "/cancel", { method: "POST", credentials: "same-origin" })
+        .then(function (r) {
+          // 409: it had ended meanwhile; the event stream brings its end.
+          if (!r.ok && r.status !== 409) { throw new Error("cancel answered " + r.status); }
+          return r.ok ? r.json() : null;
+        })
+        .then(function (job) {
+          if (!job) { return; }
+          paint(summary, job);
+          if (job.status !== "queued" && job.status !== "running") { ended(summary, job); }
+        })
+        .catch(function () { form.submit(); });
+    });
+  }
+
   function jobPage(summary) {
-    if (summary.getAttribute("data-live") !== "true" || !window.EventSource) { return; }
     var id = summary.getAttribute("data-job-id");
+    cancelInPlace(summary, id);
+    if (summary.getAttribute("data-live") !== "true" || !window.EventSource) { return; }
     var targets = document.getElementById("targets");
     var stored = null;
     var source = new EventSource(base + "api/jobs/" + id + "/events");

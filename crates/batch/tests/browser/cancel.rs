@@ -44,7 +44,9 @@ pub async fn run(browser: &Browser, board: &Board) {
     browser.until_text("#summary .status", "cancelled").await;
     assert_eq!(browser.count("form.cancel").await, 0);
     assert_eq!(browser.count("form.resubmit").await, 0);
-    browser.assert_not_reloaded("the page whose cancel was clicked").await;
+    browser
+        .assert_not_reloaded("the page whose cancel was clicked")
+        .await;
     browser
         .assert_no_console_errors("the cancelled job's page")
         .await;

@@ -192,7 +192,8 @@ pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
     parse(&text).map_err(serde::de::Error::custom)
 }
 
-#[cfg(test)]
+// Not under loom: its build has no proptest, and nothing here is shared state.
+#[cfg(all(test, not(loom)))]
 mod tests {
     use proptest::prelude::*;
 

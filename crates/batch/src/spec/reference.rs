@@ -360,6 +360,11 @@ impl Reference {
             .collect()
     }
 
+    /// The rotation's cursor now (a released claim that hands its turn back moves it back).
+    pub(crate) fn cursor(&self) -> JobId {
+        self.cursor
+    }
+
     /// Whether `claim` is its job's current claim now.
     pub(crate) fn is_current(&self, claim: &Claim) -> bool {
         self.current(claim).is_some()

@@ -11,13 +11,16 @@
 //! answers may come back in another order than they were asked. So the cursor is a
 //! [`Position`] on an ever-growing line, a lap count beside the id: a claim that started at
 //! `from` and took job `id` took it on `from`'s lap if `id` lies at or after `from`'s id,
-//! else on the next one (it wrapped). The cursor only ever moves forward on that line, to
-//! just after the furthest job any answered claim took.
+//! else on the next one (it wrapped). A claim only ever moves the cursor forward on that
+//! line, to just after the furthest job any answered claim took.
 //!
 //! A claim that ends released (never fetched, or given up) hands its turn back
-//! ([`Cursor::released`]): each answered claim's start and the position it moved the cursor
-//! to are kept by its token until it ends ([`Cursor::ended`]), and if the cursor still
-//! stands at that position when the claim is released, it goes back to the start.
+//! ([`Cursor::released`]): each answered claim that moved the cursor keeps, by its token
+//! until it ends ([`Cursor::ended`]), where the cursor stood before its answer and where it
+//! put it; if the cursor still stands there when the claim is released, it goes back. With
+//! one claim at a time, "before its answer" is where the claim's walk started (the rule);
+//! with overlapping claims it may be further on, past a claim answered meanwhile, whose turn
+//! stays taken.
 //!
 //! Invariants:
 //!
@@ -53,8 +56,8 @@ impl Position {
 struct Turns {
     /// Where the next claim starts.
     at: Position,
-    /// Per answered claim still out, by token: where its walk started, and the position
-    /// just after its job, where it put the cursor (or would have, behind a later answer).
+    /// Per claim still out that moved the cursor, by token: where the cursor stood before
+    /// its answer, and where it put it (just after its job).
     out: HashMap<u64, (Position, Position)>,
 }
 
@@ -78,18 +81,20 @@ impl Cursor {
         };
         let after = Position { lap, id: id + 1 };
         let mut turns = self.lock();
-        turns.at = turns.at.max(after);
-        turns.out.insert(token, (from, after));
+        if after > turns.at {
+            let before = std::mem::replace(&mut turns.at, after);
+            turns.out.insert(token, (before, after));
+        }
     }
 
     /// The claim `token` ended released: it hands its turn back if the cursor still stands
     /// where it put it (invariant 1).
     pub(super) fn released(&self, token: u64) {
         let mut turns = self.lock();
-        if let Some((from, after)) = turns.out.remove(&token)
+        if let Some((before, after)) = turns.out.remove(&token)
             && turns.at == after
         {
-            turns.at = from;
+            turns.at = before;
         }
     }
 
@@ -161,5 +166,20 @@ mod tests {
         cursor.ended(5);
         cursor.released(5);
         assert_eq!(cursor.start(), Position { lap: 0, id: 10 });
+    }
+
+    #[test]
+    fn a_release_never_moves_the_cursor_back_over_a_claim_answered_meanwhile() {
+        let cursor = Cursor::default();
+        let from = cursor.start();
+        // Two overlapping claims from the same start: job 3's answered first, then job 5's.
+        cursor.claimed(from, 3, 1);
+        cursor.claimed(from, 5, 2);
+        cursor.released(2);
+        assert_eq!(cursor.start(), Position { lap: 0, id: 4 }, "job 3's turn stays");
+        // A late answer moved nothing, so its release moves nothing either.
+        cursor.claimed(from, 1, 3);
+        cursor.released(3);
+        assert_eq!(cursor.start(), Position { lap: 0, id: 4 });
     }
 }

@@ -45,6 +45,8 @@ struct Entry {
     counts: Counts,
     /// The token of the claim out, if one is.
     token: Option<u64>,
+    /// Where the claim out started its walk: the cursor a release hands back.
+    claim_from: u64,
     /// When its next target first came back busy, if it has.
     busy_since: Option<Timestamp>,
     /// Not ready again before this.
@@ -265,6 +267,7 @@ impl State {
                 results: vec![TargetState::Pending; pending],
                 counts: Counts::new(pending, 0, 0),
                 token: None,
+                claim_from: 0,
                 busy_since: None,
                 retry_at: None,
                 touched: self.last_touch,
@@ -278,7 +281,7 @@ impl State {
         let from = JobId::new(self.cursor);
         let (after, before) = (self.jobs.range(from..), self.jobs.range(..from));
         let id = *after.chain(before).find(|(_, job)| job.ready(now))?.0;
-        self.cursor = id.get() + 1;
+        let claim_from = std::mem::replace(&mut self.cursor, id.get() + 1);
         self.last_token += 1;
         let job = self.jobs.get_mut(&id)?;
         let index = job
@@ -291,6 +294,7 @@ impl State {
             job.updated = now;
         }
         job.token = Some(self.last_token);
+        job.claim_from = claim_from;
         job.retry_at = None;
         let target = Arc::clone(&job.targets[index]);
         let mut claim = Claim::new(id, job.caller.clone(), index, target, self.last_token);
@@ -300,10 +304,14 @@ impl State {
     }
 
     /// Ends `claim` as `end` says, if it is current; a job no longer live becomes evictable.
+    /// A released claim hands its turn back if no other claim moved the cursor since.
     pub(super) fn finish(&mut self, claim: &Claim, end: ClaimEnd, now: Timestamp) -> Completion {
+        let cursor = self.cursor;
         let Some(job) = self.current(claim) else {
             return Completion::Stale;
         };
+        let hand_back = (end == ClaimEnd::Released && cursor == claim.job.get() + 1)
+            .then_some(job.claim_from);
         job.token = None;
         let was_live = job.status.is_live();
         let stored = match end {
@@ -316,6 +324,9 @@ impl State {
             ClaimEnd::Released => None,
         };
         let live = job.status.is_live();
+        if let Some(from) = hand_back {
+            self.cursor = from;
+        }
         if !live {
             // Ended with no claim out: evictable from now on, which counts as its touch.
             self.touch(claim.job);

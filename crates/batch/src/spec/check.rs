@@ -498,7 +498,14 @@ impl<S: Store> Session<'_, S> {
             ClaimEnd::RetryLater { .. } => Answer::RetriedLater,
             ClaimEnd::Released => Answer::Released,
         };
+        let cursor = self.reference.cursor();
         let expected = self.reference.finish(&mine, end.clone(), now);
+        if self.reference.cursor() != cursor {
+            // A released claim handed its turn back: for the fairness bound, it took none.
+            for passed_by in self.waits.values_mut() {
+                passed_by.retain(|&job| job != mine.job);
+            }
+        }
         let finished = self
             .store
             .finish(&theirs, end, now, take_next)

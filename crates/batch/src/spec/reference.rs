@@ -21,7 +21,10 @@
 //!   once), for the first *ready* job (live, a pending target, no current claim, and no
 //!   retry time still to come), claims its first pending target, marks it `running`
 //!   (reporting `started` if it was `queued`), and sets the cursor to the job after it. A
-//!   job it skips (in flight, waiting to retry) passes behind the cursor like any other.
+//!   job it skips (in flight, waiting to retry) passes behind the cursor like any other. A
+//!   claim that ends [`ClaimEnd::Released`] hands its turn back: if the cursor still stands
+//!   just after its job (no other claim moved it since), it goes back to where that claim's
+//!   walk started; otherwise nothing moves.
 //! - **Fencing.** Each claim gets a fresh token; `renew` and `finish` act only under the
 //!   job's current token, and `finish` ends the claim whichever way it ends
 //!   ([`ClaimEnd::Stored`], [`ClaimEnd::RetryLater`], [`ClaimEnd::Released`]).
@@ -168,6 +171,8 @@ struct Held {
     token: u64,
     /// When it lapses unless renewed; `None` without leases.
     lease_end: Option<Timestamp>,
+    /// Where its walk started: the cursor before it, which a release gives back.
+    from: JobId,
 }
 
 /// One stored job.
@@ -355,6 +360,11 @@ impl Reference {
             .collect()
     }
 
+    /// The rotation's cursor now (a released claim that hands its turn back moves it back).
+    pub(crate) fn cursor(&self) -> JobId {
+        self.cursor
+    }
+
     /// Whether `claim` is its job's current claim now.
     pub(crate) fn is_current(&self, claim: &Claim) -> bool {
         self.current(claim).is_some()
@@ -477,6 +487,7 @@ impl Reference {
         let i = (from..self.jobs.len())
             .chain(0..from)
             .find(|&i| self.jobs[i].ready(now) && Some(self.jobs[i].id) != other_than)?;
+        let start = self.cursor;
         self.cursor = JobId::new(self.jobs[i].id.get() + 1);
         self.last_token += 1;
         let token = self.last_token;
@@ -490,7 +501,11 @@ impl Reference {
             job.status = JobStatus::Running;
             job.updated = now;
         }
-        job.held = Some(Held { token, lease_end });
+        job.held = Some(Held {
+            token,
+            lease_end,
+            from: start,
+        });
         job.retry_at = None;
         Some(Claim {
             job: job.id,
@@ -532,6 +547,13 @@ impl Reference {
                 Completion::Pending
             }
             ClaimEnd::Released => {
+                // The claim hands its turn back, if no other claim moved the cursor since.
+                let from = self.jobs[i].held.map(|held| held.from);
+                if let Some(from) = from
+                    && self.cursor.get() == self.jobs[i].id.get() + 1
+                {
+                    self.cursor = from;
+                }
                 self.end_claim(i, None);
                 Completion::Pending
             }

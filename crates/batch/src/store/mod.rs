@@ -361,6 +361,13 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// other and waits for the next lap. Since ids grow with submits, "from the cursor" is "the
 /// first ready id above the last one claimed, else the lowest ready id".
 ///
+/// **A released claim hands its turn back.** When a claim ends [`ClaimEnd::Released`] (never
+/// fetched, or given up: the runner closing, a cancel of its job), and the cursor still
+/// stands just after that claim's job, where the claim put it (no other claim moved it
+/// since), the cursor goes back to where that claim's walk started: a target not served
+/// takes no turn. Otherwise nothing moves: the cursor never moves back over another
+/// claim's turn.
+///
 /// So every job is serial, and when all are ready, jobs alternate: with jobs `a` and `b`
 /// and one worker, `a1 b1 a2 b2 …`, also when `b` was submitted while `a1` was in flight.
 ///

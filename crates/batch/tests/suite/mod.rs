@@ -16,6 +16,7 @@ pub mod api;
 pub mod harness;
 pub mod model;
 pub mod pages;
+pub mod turns;
 pub mod watching;
 
 use std::sync::Arc;
@@ -34,6 +35,10 @@ use lockgate_batch::{
 pub use pages::{
     a_million_rows_asked_for_are_one_full_page, a_page_key_is_a_place_not_a_count,
     pages_keep_to_their_scope, paging_sees_every_job_and_target_once_in_order,
+};
+pub use turns::{
+    a_release_after_another_claim_moved_the_cursor_moves_nothing,
+    a_released_claim_hands_its_turn_back,
 };
 pub use watching::{
     a_key_submits_once, cancel_ends_wait_and_watch, close_ends_a_wait_on_a_live_job,
@@ -85,6 +90,8 @@ macro_rules! runner_suite {
             a_page_key_is_a_place_not_a_count,
             pages_keep_to_their_scope,
             a_million_rows_asked_for_are_one_full_page,
+            a_released_claim_hands_its_turn_back,
+            a_release_after_another_claim_moved_the_cursor_moves_nothing,
         );
     };
     (@tests $guard:expr, $make:expr; $($name:ident),* $(,)?) => {

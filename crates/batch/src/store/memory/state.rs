@@ -19,7 +19,10 @@
 //!    future retry time. Ids grow with submits, so `ready` is the rotation's list in submit
 //!    order, less the jobs a scan would skip. A claim takes the first entry at or after
 //!    `cursor`, else the first (wrapping once), and sets `cursor` to the id after it: the
-//!    rotation of `Store`'s docs, O(log n).
+//!    rotation of `Store`'s docs, O(log n). A claim out keeps in `claim_from` the cursor its
+//!    walk started from; its release sets `cursor` back to it if `cursor` is still the id
+//!    after its job (no other claim moved it since), so a claim that served no target takes
+//!    no turn, and never moves `cursor` back over another claim's turn.
 //! 2. `(at, id)` is in `waiting` iff the job is live, has no claim out, and waits for its
 //!    retry time `at`. `ready` and `waiting` are disjoint.
 //! 3. A job has at most one claim out (`in_flight`): each job is serial.
@@ -108,6 +111,8 @@ struct Entry {
     next: usize,
     /// The token of the claim out, if any (invariant 3).
     in_flight: Option<u64>,
+    /// The cursor the claim out started its walk from (invariant 1); meaningless without one.
+    claim_from: u64,
     /// When the claim out lapses, if the store grants leases (invariant 8).
     lease_until: Option<Timestamp>,
     /// The last claim lapsed; the next one is a rescue.
@@ -256,6 +261,7 @@ impl State {
                 targets,
                 next: 0,
                 in_flight: None,
+                claim_from: 0,
                 lease_until: None,
                 rescue: false,
                 busy_since: None,
@@ -314,11 +320,12 @@ impl State {
             None => *self.ready.first()?,
         };
         self.ready.remove(&id);
-        self.cursor = id + 1;
+        let from = std::mem::replace(&mut self.cursor, id + 1);
         self.next_token += 1;
         let token = self.next_token;
         let entry = self.jobs.get_mut(&id).expect("a ready job exists");
         entry.in_flight = Some(token);
+        entry.claim_from = from;
         if let Some(lease) = lease {
             let until = now.saturating_add(lease);
             entry.lease_until = Some(until);
@@ -465,10 +472,15 @@ impl State {
 
     pub(crate) fn release(&mut self, claim: &Claim) -> bool {
         let id = claim.job.get();
-        if !self.jobs.get(&id).is_some_and(|e| current(e, claim)) {
+        let Some(entry) = self.jobs.get(&id).filter(|e| current(e, claim)) else {
             return false;
+        };
+        // Invariant 1: the claim hands its turn back if no other claim moved the cursor since.
+        if self.cursor == id + 1 {
+            self.cursor = entry.claim_from;
         }
         self.end_claim(id, None);
+        debug_assert!(self.cursor <= self.next_id + 1, "inv 1: cursor past the list");
         self.check(id);
         true
     }

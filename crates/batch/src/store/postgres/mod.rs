@@ -215,7 +215,8 @@ impl PostgresStore {
     /// its start note to the notifier, and answers the claim.
     fn claimed(&self, from: cursor::Position, claimed: Option<queries::Claimed>) -> Option<Claim> {
         let claimed = claimed?;
-        self.cursor.claimed(from, claimed.claim.job.get() as i64);
+        self.cursor
+            .claimed(from, claimed.claim.job.get() as i64, claimed.claim.token);
         if let Some(note) = claimed.start_note {
             self.notifier.push(claimed.claim.job, note, true);
         }
@@ -439,6 +440,10 @@ impl WorkerStore for PostgresStore {
         now: Timestamp,
         take_next: bool,
     ) -> Result<Finished, StoreError> {
+        if end != ClaimEnd::Released {
+            // A claim that served its target (or found it busy) keeps its turn.
+            self.cursor.ended(claim.token);
+        }
         let ended = match end {
             ClaimEnd::Stored(result) if take_next => {
                 return self.complete_and_claim(claim, result, now).await;
@@ -455,9 +460,14 @@ impl WorkerStore for PostgresStore {
                 queries::retry_later(&tx, &self.channel, claim, busy_since, at, now)
             })?,
             ClaimEnd::Released => {
-                if transaction!(self, |tx| queries::release(&tx, &self.channel, claim, now))? {
+                let released =
+                    transaction!(self, |tx| queries::release(&tx, &self.channel, claim, now))?;
+                // Hands its turn back if it still holds it (`cursor.rs`); a stale one only ends.
+                if released {
+                    self.cursor.released(claim.token);
                     return Ok(Completion::Pending.into());
                 }
+                self.cursor.ended(claim.token);
                 // A release follows no fetch (or one the runner gave up), so a lost claim
                 // causes no second fetch: stale, not lost.
                 return Ok(Completion::Stale.into());

@@ -40,7 +40,8 @@ use crate::store::sql::{from_micros as from_sql, to_micros as to_sql};
 /// claim, so a reopened store goes on with the job after the one claimed last.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Counters {
-    /// The rotation's cursor: the id after the job claimed last (`rotation.cursor`).
+    /// The rotation's cursor: the id after the job claimed last (`rotation.cursor`), or where
+    /// a released claim's walk started (`jobs.claim_from`) if it handed its turn back.
     cursor: i64,
     token: i64,
     touch: i64,
@@ -203,23 +204,24 @@ pub(super) fn claim(tx: &Connection, c: &mut Counters, now: Timestamp) -> Result
     };
     c.token += 1;
     let token = c.token;
-    c.cursor = id + 1;
+    let from = std::mem::replace(&mut c.cursor, id + 1);
     // Only a job's first claim names `status`: SQLite rewrites the entries of every index on
     // a column an `UPDATE` assigns, same value or not, and the pages' `jobs_status` and
     // `jobs_caller_status` (schema version 5) hold it.
     let returned = |row: &rusqlite::Row<'_>| Ok((row.get(0)?, row.get(1)?, row.get(2)?));
     let (caller, index, busy_since): (String, i64, Option<i64>) = if started {
         tx.prepare_cached(
-            "UPDATE jobs SET in_flight = ?2, retry_at = NULL, status = 'running', updated = ?3
+            "UPDATE jobs SET in_flight = ?2, claim_from = ?4, retry_at = NULL,
+                 status = 'running', updated = ?3
              WHERE id = ?1 RETURNING caller, next, busy_since",
         )?
-        .query_row(params![id, token, now], returned)?
+        .query_row(params![id, token, now, from], returned)?
     } else {
         tx.prepare_cached(
-            "UPDATE jobs SET in_flight = ?2, retry_at = NULL
+            "UPDATE jobs SET in_flight = ?2, claim_from = ?3, retry_at = NULL
              WHERE id = ?1 RETURNING caller, next, busy_since",
         )?
-        .query_row(params![id, token], returned)?
+        .query_row(params![id, token, from], returned)?
     };
     tx.prepare_cached("UPDATE rotation SET cursor = ?1")?
         .execute(params![c.cursor])?;
@@ -389,10 +391,21 @@ pub(super) fn release(
     claim: &Claim,
     now: Timestamp,
 ) -> Result<bool> {
-    if !is_current(tx, claim)? {
+    let id = claim.job.get() as i64;
+    let from: Option<i64> = tx
+        .prepare_cached("SELECT claim_from FROM jobs WHERE id = ?1 AND in_flight = ?2")?
+        .query_row(params![id, claim.token as i64], |row| row.get(0))
+        .optional()?;
+    let Some(from) = from else {
         return Ok(false);
+    };
+    // The claim hands its turn back if no other claim moved the cursor since (`Store`'s docs).
+    if c.cursor == id + 1 {
+        c.cursor = from;
+        tx.prepare_cached("UPDATE rotation SET cursor = ?1")?
+            .execute(params![c.cursor])?;
     }
-    end_claim(tx, c, claim.job.get() as i64, None, to_sql(now))?;
+    end_claim(tx, c, id, None, to_sql(now))?;
     Ok(true)
 }
 

@@ -98,8 +98,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
     // store holds. A caller's jobs of every status walk version 2's `jobs_caller`, everyone's
     // the primary key, a job's targets `targets`' primary key (its pending ones from its
     // `next` on); these are the status filters and the failed targets. Only a failed
-    // target's store writes an entry in `targets_failed`.
+    // target's store writes an entry in `targets_failed`. `claim_from` is the cursor the
+    // claim out started its walk from, which its release gives back (`Store`'s docs: a
+    // released claim hands its turn back); written by the claim's own `UPDATE`.
     "
+    ALTER TABLE jobs ADD COLUMN claim_from INTEGER;
     CREATE INDEX jobs_caller_status ON jobs (caller, status, id);
     CREATE INDEX jobs_status ON jobs (status, id);
     CREATE INDEX targets_failed ON targets (job, idx) WHERE state = 'failed';

@@ -310,8 +310,8 @@ impl State {
         let Some(job) = self.current(claim) else {
             return Completion::Stale;
         };
-        let hand_back = (end == ClaimEnd::Released && cursor == claim.job.get() + 1)
-            .then_some(job.claim_from);
+        let hand_back =
+            (end == ClaimEnd::Released && cursor == claim.job.get() + 1).then_some(job.claim_from);
         job.token = None;
         let was_live = job.status.is_live();
         let stored = match end {

@@ -480,7 +480,10 @@ impl State {
             self.cursor = entry.claim_from;
         }
         self.end_claim(id, None);
-        debug_assert!(self.cursor <= self.next_id + 1, "inv 1: cursor past the list");
+        debug_assert!(
+            self.cursor <= self.next_id + 1,
+            "inv 1: cursor past the list"
+        );
         self.check(id);
         true
     }

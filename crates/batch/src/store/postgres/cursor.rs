@@ -51,6 +51,11 @@ impl Position {
     }
 }
 
+/// The most claims whose turns are kept at once (see [`Cursor::claimed`]): far above what
+/// the workers of one store hold, so the table stays bounded however many claims end
+/// without a word to this store.
+const MAX_TURNS_KEPT: usize = 4096;
+
 /// The cursor and the turns of the claims out.
 #[derive(Debug, Default)]
 struct Turns {
@@ -83,6 +88,12 @@ impl Cursor {
         let mut turns = self.lock();
         if after > turns.at {
             let before = std::mem::replace(&mut turns.at, after);
+            if turns.out.len() >= MAX_TURNS_KEPT {
+                // Claims that never ended here (a lease lost with its claim unanswered, a
+                // replica's rescue): a worker holds at most three claims, so a table this
+                // full is made of those, whose turns nobody will hand back.
+                turns.out.clear();
+            }
             turns.out.insert(token, (before, after));
         }
     }
@@ -176,7 +187,11 @@ mod tests {
         cursor.claimed(from, 3, 1);
         cursor.claimed(from, 5, 2);
         cursor.released(2);
-        assert_eq!(cursor.start(), Position { lap: 0, id: 4 }, "job 3's turn stays");
+        assert_eq!(
+            cursor.start(),
+            Position { lap: 0, id: 4 },
+            "job 3's turn stays"
+        );
         // A late answer moved nothing, so its release moves nothing either.
         cursor.claimed(from, 1, 3);
         cursor.released(3);

@@ -96,6 +96,16 @@ pub enum JobStatus {
 }
 
 impl JobStatus {
+    /// Every status, in the order of a job's life (the live ones first).
+    pub(crate) const ALL: [Self; 6] = [
+        Self::Queued,
+        Self::Running,
+        Self::Done,
+        Self::Failed,
+        Self::Partial,
+        Self::Cancelled,
+    ];
+
     /// `true` for `Queued` and `Running`.
     pub const fn is_live(self) -> bool {
         matches!(self, Self::Queued | Self::Running)
@@ -116,15 +126,7 @@ impl JobStatus {
 
     /// Parses the words [`Display`](fmt::Display) prints (`"queued"`, …) back.
     pub fn parse(word: &str) -> Option<Self> {
-        Some(match word {
-            "queued" => Self::Queued,
-            "running" => Self::Running,
-            "done" => Self::Done,
-            "failed" => Self::Failed,
-            "partial" => Self::Partial,
-            "cancelled" => Self::Cancelled,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|status| status.as_str() == word)
     }
 
     /// The terminal status of a job whose targets all ended, `done` and `failed` of them.

@@ -29,14 +29,7 @@ use crate::job::{Counts, JobStatus, TargetState};
 use crate::page::{JobListing, TargetKind};
 
 /// Every status, in the order the list's filter links show them.
-const STATUSES: [JobStatus; 6] = [
-    JobStatus::Queued,
-    JobStatus::Running,
-    JobStatus::Done,
-    JobStatus::Failed,
-    JobStatus::Partial,
-    JobStatus::Cancelled,
-];
+const STATUSES: [JobStatus; 6] = JobStatus::ALL;
 
 /// The URI the client asked for, before nesting stripped its prefix.
 pub(crate) fn original_uri(parts: &Parts) -> Uri {

@@ -233,14 +233,7 @@ fn limit() -> impl Strategy<Value = Option<usize>> {
 fn job_status() -> impl Strategy<Value = Option<JobStatus>> {
     prop_oneof![
         3 => Just(None),
-        1 => proptest::sample::select(vec![
-            JobStatus::Queued,
-            JobStatus::Running,
-            JobStatus::Done,
-            JobStatus::Failed,
-            JobStatus::Partial,
-            JobStatus::Cancelled,
-        ])
+        1 => proptest::sample::select(JobStatus::ALL.to_vec())
         .prop_map(Some),
     ]
 }

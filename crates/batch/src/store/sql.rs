@@ -111,14 +111,7 @@ mod tests {
 
     #[test]
     fn every_status_word_round_trips() {
-        for status in [
-            JobStatus::Queued,
-            JobStatus::Running,
-            JobStatus::Done,
-            JobStatus::Failed,
-            JobStatus::Partial,
-            JobStatus::Cancelled,
-        ] {
+        for status in JobStatus::ALL {
             assert_eq!(super::status(status.as_str()), Ok(status));
         }
         assert!(super::status("lost").is_err());

@@ -38,13 +38,13 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use super::PostgresError;
+use super::{PostgresError, queries};
 use crate::job::JobId;
 use crate::page::{
     IndexedTarget, JobListing, JobsPage, JobsQuery, Scope, TargetKind, TargetsPage, TargetsQuery,
     cut,
 };
-use crate::store::rows::{LISTING_COLUMNS, ListingRow, SummaryRow, TargetRow};
+use crate::store::rows::{LISTING_COLUMNS, ListingRow, TargetRow};
 use crate::store::sql::{after_index, highest_id, limit_past};
 
 type Result<T> = std::result::Result<T, PostgresError>;
@@ -77,16 +77,7 @@ fn caller_of(scope: &Scope) -> Option<&str> {
 /// A page's job from [`LISTING_COLUMNS`], the row's first nine columns.
 fn listing(row: &Row) -> Result<JobListing> {
     let row = ListingRow {
-        summary: SummaryRow {
-            id: row.get(0),
-            status: row.get(1),
-            created: row.get(2),
-            updated: row.get(3),
-            // INTEGER columns here (SQLite's are all 64-bit).
-            total: row.get::<_, i32>(4).into(),
-            done: row.get::<_, i32>(5).into(),
-            failed: row.get::<_, i32>(6).into(),
-        },
+        summary: queries::summary_row(row),
         caller: row.get(7),
         key: row.get(8),
     };

@@ -1014,8 +1014,10 @@ pub(super) async fn status(
     ))
 }
 
-fn to_summary(row: &Row) -> Result<JobSummary> {
-    let row = SummaryRow {
+/// A job's summary columns (id, status, created, updated, total, done, failed), the row's
+/// first seven.
+pub(super) fn summary_row(row: &Row) -> SummaryRow {
+    SummaryRow {
         id: row.get(0),
         status: row.get(1),
         created: row.get(2),
@@ -1024,8 +1026,13 @@ fn to_summary(row: &Row) -> Result<JobSummary> {
         total: row.get::<_, i32>(4).into(),
         done: row.get::<_, i32>(5).into(),
         failed: row.get::<_, i32>(6).into(),
-    };
-    row.summary().map_err(PostgresError::InvalidRow)
+    }
+}
+
+fn to_summary(row: &Row) -> Result<JobSummary> {
+    summary_row(row)
+        .summary()
+        .map_err(PostgresError::InvalidRow)
 }
 
 pub(super) async fn summary(

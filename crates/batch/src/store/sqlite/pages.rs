@@ -32,13 +32,13 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::SqliteError;
+use super::{SqliteError, queries};
 use crate::job::JobId;
 use crate::page::TargetKind;
 use crate::page::{
     IndexedTarget, JobListing, JobsPage, JobsQuery, Scope, TargetsPage, TargetsQuery, cut,
 };
-use crate::store::rows::{LISTING_COLUMNS, ListingRow, SummaryRow, TARGET_COLUMNS, TargetRow};
+use crate::store::rows::{LISTING_COLUMNS, ListingRow, TARGET_COLUMNS, TargetRow};
 use crate::store::sql::{after_index, highest_id, limit_past};
 
 type Result<T> = std::result::Result<T, SqliteError>;
@@ -94,15 +94,7 @@ fn caller_of(scope: &Scope) -> Option<&str> {
 
 fn listing_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ListingRow> {
     Ok(ListingRow {
-        summary: SummaryRow {
-            id: row.get(0)?,
-            status: row.get(1)?,
-            created: row.get(2)?,
-            updated: row.get(3)?,
-            total: row.get(4)?,
-            done: row.get(5)?,
-            failed: row.get(6)?,
-        },
+        summary: queries::summary_row(row)?,
         caller: row.get(7)?,
         key: row.get(8)?,
     })

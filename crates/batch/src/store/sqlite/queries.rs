@@ -467,7 +467,9 @@ pub(super) fn status(tx: &Connection, id: JobId, caller: &Caller) -> Result<Opti
     Ok(Some(job.job(id, targets).map_err(SqliteError::InvalidRow)?))
 }
 
-fn summary_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
+/// A job's summary columns (id, status, created, updated, total, done, failed), the row's
+/// first seven.
+pub(super) fn summary_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SummaryRow> {
     Ok(SummaryRow {
         id: row.get(0)?,
         status: row.get(1)?,
